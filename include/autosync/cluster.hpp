@@ -1,0 +1,122 @@
+// autosync/cluster.hpp — where the gradients are synchronized.
+//
+// A cluster is a list of nodes. A worker node holds `devices` accelerators (one rank each)
+// joined by an intra-node link; it reaches the others through `nics` network interfaces of
+// `nic` bandwidth/latency each. Nodes may differ (heterogeneous NICs). A node with
+// `server_only` set holds no devices and serves parameter-server shards only (BytePS-style
+// CPU summation servers). Units: bytes, seconds, bytes/second, FLOP/second.
+#pragma once
+
+#include <autosync/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace autosync {
+
+struct link {
+  double bandwidth = 0.0;  // bytes per second, one direction
+  double latency = 0.0;    // seconds per message (alpha)
+};
+
+struct node_spec {
+  std::string name;
+  int devices = 1;               // ranks on this node (0 for a server-only node)
+  link intra{};                  // device <-> device inside the node (per device, one direction)
+  link nic{};                    // one network interface
+  int nics = 1;                  // interfaces per node
+  bool server_only = false;      // a CPU parameter server without devices
+  double device_flops = 0.0;     // effective training FLOP/s of one device
+  double reduce_bandwidth = 0.0; // bytes/s one device reduces (sums) in memory: the gamma term
+
+  [[nodiscard]] constexpr double nic_bandwidth() const noexcept { return nic.bandwidth * nics; }
+};
+
+struct cluster_spec {
+  std::string name;
+  std::string device;            // e.g. "V100-SXM2-16GB"
+  std::vector<node_spec> nodes;
+  std::string source;            // where the constants come from
+
+  [[nodiscard]] constexpr int world_size() const noexcept {
+    int n = 0;
+    for (const auto& nd : nodes)
+      if (!nd.server_only) n += nd.devices;
+    return n;
+  }
+  [[nodiscard]] constexpr int worker_nodes() const noexcept {
+    return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const node_spec& n) { return !n.server_only; }));
+  }
+  [[nodiscard]] constexpr bool has_dedicated_servers() const noexcept {
+    return std::any_of(nodes.begin(), nodes.end(), [](const node_spec& n) { return n.server_only; });
+  }
+  // Node indices that host parameter-server shards: the dedicated server nodes when the
+  // cluster has any, otherwise every worker node (co-located servers, as AutoDist does).
+  [[nodiscard]] constexpr std::vector<int> server_nodes() const {
+    std::vector<int> s;
+    const bool dedicated = has_dedicated_servers();
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i)
+      if (nodes[static_cast<std::size_t>(i)].server_only == dedicated) s.push_back(i);
+    return s;
+  }
+  [[nodiscard]] constexpr int server_count() const { return static_cast<int>(server_nodes().size()); }
+  // Node index of a rank (ranks are numbered node by node, worker nodes only).
+  [[nodiscard]] constexpr int node_of_rank(int rank) const noexcept {
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      const auto& nd = nodes[static_cast<std::size_t>(i)];
+      if (nd.server_only) continue;
+      if (rank < nd.devices) return i;
+      rank -= nd.devices;
+    }
+    return -1;
+  }
+  [[nodiscard]] constexpr int max_devices_per_node() const noexcept {
+    int g = 0;
+    for (const auto& nd : nodes)
+      if (!nd.server_only) g = std::max(g, nd.devices);
+    return g;
+  }
+  [[nodiscard]] constexpr bool uniform() const noexcept {
+    const node_spec* first = nullptr;
+    for (const auto& nd : nodes) {
+      if (nd.server_only) continue;
+      if (!first) { first = &nd; continue; }
+      if (nd.devices != first->devices || nd.nic_bandwidth() != first->nic_bandwidth() ||
+          nd.intra.bandwidth != first->intra.bandwidth)
+        return false;
+    }
+    return true;
+  }
+
+  // Throws autosync::error naming the first bad field.
+  void validate() const {
+    if (nodes.empty()) throw error("nodes", "a cluster needs at least one node");
+    std::unordered_set<std::string> names;
+    auto finite_pos = [](double v) { return std::isfinite(v) && v > 0.0; };
+    auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& n = nodes[i];
+      const std::string f = "nodes[" + std::to_string(i) + "]";
+      if (!n.name.empty() && !names.insert(n.name).second) throw error(f + ".name", "duplicate node name '" + n.name + "'");
+      if (n.server_only) {
+        if (n.devices != 0) throw error(f + ".devices", "a server_only node has no devices (set 0)");
+      } else {
+        if (n.devices < 1 || n.devices > 1024) throw error(f + ".devices", "must be in [1, 1024], got " + std::to_string(n.devices));
+        if (n.devices > 1 && !finite_pos(n.intra.bandwidth)) throw error(f + ".intra.bandwidth", "must be a positive number of bytes/s");
+        if (!finite_pos(n.device_flops)) throw error(f + ".device_flops", "must be a positive number of FLOP/s");
+        if (!finite_pos(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be a positive number of bytes/s");
+      }
+      if (!finite_nonneg(n.intra.latency)) throw error(f + ".intra.latency", "must be a finite non-negative number of seconds");
+      if (n.nics < 1 || n.nics > 64) throw error(f + ".nics", "must be in [1, 64]");
+      if (!finite_pos(n.nic.bandwidth)) throw error(f + ".nic.bandwidth", "must be a positive number of bytes/s");
+      if (!finite_nonneg(n.nic.latency)) throw error(f + ".nic.latency", "must be a finite non-negative number of seconds");
+    }
+    if (world_size() < 1) throw error("nodes", "a cluster needs at least one worker device");
+  }
+};
+
+}  // namespace autosync

@@ -1,0 +1,26 @@
+// autosync/error.hpp — the one exception type of the library.
+//
+// Every validation failure names the field that is wrong (a JSON-pointer-like path such as
+// "groups[3].topology" or "tensors[12].shape[1]") so a user can find it in their file.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace autosync {
+
+class error : public std::runtime_error {
+ public:
+  error(std::string field, const std::string& what)
+      : std::runtime_error(field.empty() ? what : "'" + field + "': " + what), field_(std::move(field)) {}
+  explicit error(const std::string& what) : std::runtime_error(what) {}
+
+  // The path of the offending field ("" when the error is not about one field).
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+}  // namespace autosync

@@ -1,0 +1,96 @@
+// autosync/policy/compression.hpp — slot `compression`: what goes on the wire.
+//
+// The slot is open: a compressor is any struct that satisfies CompressionPolicy
+//   using slot = slot::compression;
+//   static constexpr std::string_view name;
+//   static constexpr bool lossless;
+//   static constexpr double wire_bytes_per_element;  // 0: the tensor's own dtype size
+//   static constexpr double flops_per_element;       // encode + decode work per element
+// and its place in `comp::all` (the runtime registry is generated from that list; its index
+// is the runtime value). Compression applies to floating-point gradients only; a tensor that
+// is already as small as the wire format travels as it is.
+#pragma once
+
+#include <autosync/policy/slots.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+namespace autosync {
+
+using compression_id = std::uint8_t;
+
+namespace comp {
+struct none {
+  using slot = slot::compression;
+  static constexpr std::string_view name = "none";
+  static constexpr bool lossless = true;
+  static constexpr double wire_bytes_per_element = 0.0;
+  static constexpr double flops_per_element = 0.0;
+  static constexpr compression_id value = 0;
+};
+// IEEE binary16, round to nearest even; overflow saturates to +-65504 (scaled by the executor).
+struct fp16 {
+  using slot = slot::compression;
+  static constexpr std::string_view name = "fp16";
+  static constexpr bool lossless = false;
+  static constexpr double wire_bytes_per_element = 2.0;
+  static constexpr double flops_per_element = 2.0;  // one conversion each way
+  static constexpr compression_id value = 1;
+};
+// bfloat16, round to nearest even: fp32's range, 8 bits of mantissa.
+struct bf16 {
+  using slot = slot::compression;
+  static constexpr std::string_view name = "bf16";
+  static constexpr bool lossless = false;
+  static constexpr double wire_bytes_per_element = 2.0;
+  static constexpr double flops_per_element = 2.0;
+  static constexpr compression_id value = 2;
+};
+// The registry: a compressor's `value` is its index here.
+using all = type_list<none, fp16, bf16>;
+}  // namespace comp
+
+template <>
+struct default_policy<slot::compression> { using type = comp::none; };
+
+struct compression_info {
+  std::string_view name;
+  bool lossless;
+  double wire_bytes_per_element;
+  double flops_per_element;
+};
+
+namespace detail {
+template <class... Cs>
+constexpr auto make_compression_registry(type_list<Cs...>) {
+  static_assert((CompressionPolicy<Cs> && ...), "autosync: comp::all holds a type that is not a CompressionPolicy");
+  std::array<compression_info, sizeof...(Cs)> r{compression_info{Cs::name, Cs::lossless, Cs::wire_bytes_per_element, Cs::flops_per_element}...};
+  compression_id i = 0;
+  bool ok = ((Cs::value == i++) && ...);
+  if (!ok) throw "autosync: comp::all: each compressor's value must equal its index in the list";
+  return r;
+}
+}  // namespace detail
+
+inline constexpr auto compression_registry = detail::make_compression_registry(comp::all{});
+
+[[nodiscard]] constexpr const compression_info* find_compression(compression_id id) noexcept {
+  return id < compression_registry.size() ? &compression_registry[id] : nullptr;
+}
+[[nodiscard]] constexpr std::optional<compression_id> parse_compression(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < compression_registry.size(); ++i)
+    if (compression_registry[i].name == s) return static_cast<compression_id>(i);
+  return std::nullopt;
+}
+[[nodiscard]] inline std::string compression_names_list() {
+  std::string r;
+  for (const auto& c : compression_registry) {
+    if (!r.empty()) r += ", ";
+    r += c.name;
+  }
+  return r;
+}
+
+}  // namespace autosync

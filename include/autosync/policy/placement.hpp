@@ -1,0 +1,68 @@
+// autosync/policy/placement.hpp — slot `placement`: which server holds a parameter-server shard.
+//
+//   round_robin     item i of the group goes to server i mod S (in the group's item order)
+//   load_balanced   greedy: each item (largest first) to the server whose load / bandwidth is
+//                   least after adding it (AutoDist PSLoadBalancing, bandwidth-proportional)
+//   pinned<I>       every item on server I
+//   hashed          server = FNV-1a(tensor name, shard) mod S (BytePS key hashing)
+// Placement is only read by parameter_server groups.
+#pragma once
+
+#include <autosync/policy/slots.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace autosync {
+
+enum class placement_kind : std::uint8_t { round_robin, load_balanced, pinned, hashed };
+template <>
+struct enum_names<placement_kind> {
+  static constexpr std::array<std::string_view, 4> names{"round_robin", "load_balanced", "pinned", "hashed"};
+};
+
+struct placement_value {
+  placement_kind kind = placement_kind::round_robin;
+  std::int32_t server = 0;  // pinned: I
+  friend constexpr bool operator==(const placement_value&, const placement_value&) = default;
+};
+
+namespace place {
+struct round_robin {
+  using slot = slot::placement;
+  static constexpr std::string_view name = "round_robin";
+  static constexpr placement_value value{placement_kind::round_robin, 0};
+};
+struct load_balanced {
+  using slot = slot::placement;
+  static constexpr std::string_view name = "load_balanced";
+  static constexpr placement_value value{placement_kind::load_balanced, 0};
+};
+template <int I>
+struct pinned {
+  static_assert(I >= 0, "autosync: placement pinned<I>: I (server index) must be >= 0");
+  using slot = slot::placement;
+  static constexpr std::string_view name = "pinned";
+  static constexpr int server = I;
+  static constexpr placement_value value{placement_kind::pinned, I};
+};
+struct hashed {
+  using slot = slot::placement;
+  static constexpr std::string_view name = "hashed";
+  static constexpr placement_value value{placement_kind::hashed, 0};
+};
+}  // namespace place
+
+template <>
+struct default_policy<slot::placement> { using type = place::round_robin; };
+
+// FNV-1a over the tensor name and the shard index: the hashed placement's key.
+[[nodiscard]] constexpr std::uint64_t placement_hash(std::string_view name, std::uint64_t shard) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  for (int i = 0; i < 8; ++i) h = (h ^ ((shard >> (8 * i)) & 0xffu)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace autosync

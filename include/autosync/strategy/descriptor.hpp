@@ -1,0 +1,202 @@
+// autosync/strategy/descriptor.hpp — the runtime form of a strategy.
+//
+// `group_desc` mirrors strategy<Policies...> one-to-one (an enum or a small aggregate per
+// slot); `describe<S>()` gives the descriptor of a policy type at compile time.
+// `strategy_desc` assigns every tensor of a model to a group, or splits it into even shards
+// along one axis and assigns each shard (AutoSync: each shard carries its own synchronizer).
+// The search works on descriptors; JSON round-trips them (io/json.hpp); emit.hpp turns them
+// back into types.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/error.hpp>
+#include <autosync/model.hpp>
+#include <autosync/policy/pack.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace autosync {
+
+struct group_desc {
+  architecture_kind architecture = default_policy<slot::architecture>::type::value;
+  partitioner_value partitioner = default_policy<slot::partitioner>::type::value;
+  placement_value placement = default_policy<slot::placement>::type::value;
+  replication_kind replication = default_policy<slot::replication>::type::value;
+  topology_value topology = default_policy<slot::topology>::type::value;
+  compression_id compression = default_policy<slot::compression>::type::value;
+  fusion_value fusion = default_policy<slot::fusion>::type::value;
+  schedule_kind schedule = default_policy<slot::schedule>::type::value;
+  friend constexpr bool operator==(const group_desc&, const group_desc&) = default;
+};
+
+template <StrategyType S>
+[[nodiscard]] constexpr group_desc describe() noexcept {
+  group_desc g;
+  g.architecture = S::architecture::value;
+  g.partitioner = S::partitioner::value;
+  g.placement = S::placement::value;
+  g.replication = S::replication::value;
+  g.topology = S::topology::value;
+  g.compression = S::compression::value;
+  g.fusion = S::fusion::value;
+  g.schedule = S::schedule::value;
+  return g;
+}
+
+struct assignment {
+  std::string tensor;                      // a tensor name of the model
+  std::int32_t group = 0;                  // the whole tensor goes to this group
+  std::int32_t split_axis = 0;             // with shard_groups: split along this axis ...
+  std::vector<std::int32_t> shard_groups;  // ... into shard_groups.size() even shards, shard s to group shard_groups[s]
+  friend bool operator==(const assignment&, const assignment&) = default;
+  [[nodiscard]] constexpr bool split() const noexcept { return !shard_groups.empty(); }
+};
+
+struct strategy_desc {
+  std::string name;                        // "autosync", "ddp", "horovod-128mb", ...
+  std::vector<group_desc> groups;
+  std::vector<assignment> assignments;     // exactly one per model tensor
+  friend bool operator==(const strategy_desc&, const strategy_desc&) = default;
+
+  // Checks the strategy against a model and a cluster. Throws autosync::error naming the
+  // first bad field (e.g. "groups[2].placement.server" or "assignments[7].tensor").
+  void validate(const model_spec& model, const cluster_spec& cluster) const;
+  // Checks what can be checked without a model or cluster.
+  void validate_groups() const;
+};
+
+// The same group strategy for every tensor.
+[[nodiscard]] constexpr strategy_desc uniform_strategy(const model_spec& m, const group_desc& g, std::string_view name = {}) {
+  strategy_desc s{std::string(name), {g}, {}};
+  s.assignments.reserve(m.tensors.size());
+  for (const auto& t : m.tensors) s.assignments.push_back(assignment{t.name, 0, 0, {}});
+  return s;
+}
+
+inline void validate_group(const group_desc& g, const std::string& f) {
+  if (static_cast<std::size_t>(g.architecture) >= enum_names<architecture_kind>::names.size())
+    throw error(f + ".architecture", "unknown value");
+  const auto& p = g.partitioner;
+  switch (p.kind) {
+    case partitioner_kind::none: break;
+    case partitioner_kind::even:
+      if (p.shards < 1) throw error(f + ".partitioner.shards", "must be >= 1");
+      if (p.axis < 0) throw error(f + ".partitioner.axis", "must be >= 0");
+      break;
+    case partitioner_kind::by_bytes:
+      if (p.max_bytes < 1) throw error(f + ".partitioner.max_bytes", "must be >= 1");
+      break;
+    default: throw error(f + ".partitioner.kind", "unknown value");
+  }
+  if (static_cast<std::size_t>(g.placement.kind) >= enum_names<placement_kind>::names.size())
+    throw error(f + ".placement.kind", "unknown value");
+  if (g.placement.kind == placement_kind::pinned && g.placement.server < 0)
+    throw error(f + ".placement.server", "must be >= 0");
+  if (static_cast<std::size_t>(g.replication) >= enum_names<replication_kind>::names.size())
+    throw error(f + ".replication", "unknown value");
+  const auto& t = g.topology;
+  const auto nt = enum_names<topology_kind>::names.size();
+  if (static_cast<std::size_t>(t.kind) >= nt || static_cast<std::size_t>(t.intra) >= nt || static_cast<std::size_t>(t.inter) >= nt)
+    throw error(f + ".topology", "unknown value");
+  if (t.kind == topology_kind::hierarchical) {
+    if (t.intra == topology_kind::hierarchical) throw error(f + ".topology.intra", "must be ring, tree or halving_doubling");
+    if (t.inter == topology_kind::hierarchical) throw error(f + ".topology.inter", "must be ring, tree or halving_doubling");
+  } else if (t.intra != topology_kind::ring || t.inter != topology_kind::ring) {
+    throw error(f + ".topology", "intra/inter are only for hierarchical");
+  }
+  const bool collective = g.architecture == architecture_kind::all_reduce || g.architecture == architecture_kind::sharded;
+  if (!collective && !(t == topology_value{}))
+    throw error(f + ".topology", std::string(name_of(g.architecture)) + " groups use no collective topology (leave it ring)");
+  if (g.architecture == architecture_kind::sharded && (t.kind == topology_kind::tree ||
+      (t.kind == topology_kind::hierarchical && t.intra == topology_kind::tree)))
+    throw error(f + ".topology", "sharded groups need a reduce-scatter: ring, halving_doubling or hierarchical with a non-tree intra");
+  if (find_compression(g.compression) == nullptr)
+    throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression) + " (valid: " + compression_names_list() + ")");
+  if (g.fusion.first_cap_bytes > g.fusion.cap_bytes && g.fusion.cap_bytes != 0)
+    throw error(f + ".fusion.first_cap_bytes", "must not exceed cap_bytes");
+  if (static_cast<std::size_t>(g.schedule) >= enum_names<schedule_kind>::names.size())
+    throw error(f + ".schedule", "unknown value");
+}
+
+inline void strategy_desc::validate_groups() const {
+  if (groups.empty()) throw error("groups", "a strategy needs at least one group");
+  for (std::size_t i = 0; i < groups.size(); ++i) validate_group(groups[i], "groups[" + std::to_string(i) + "]");
+}
+
+inline void strategy_desc::validate(const model_spec& model, const cluster_spec& cluster) const {
+  validate_groups();
+  const int servers = cluster.server_count();
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = groups[i];
+    if (g.architecture == architecture_kind::parameter_server && g.placement.kind == placement_kind::pinned &&
+        g.placement.server >= servers)
+      throw error("groups[" + std::to_string(i) + "].placement.server",
+                  "server " + std::to_string(g.placement.server) + " does not exist (the cluster has " +
+                      std::to_string(servers) + " server" + (servers == 1 ? "" : "s") + ")");
+  }
+  std::vector<int> seen(model.tensors.size(), -1);
+  std::unordered_map<std::string_view, std::size_t> index;
+  index.reserve(model.tensors.size());
+  for (std::size_t i = 0; i < model.tensors.size(); ++i) index.emplace(model.tensors[i].name, i);
+  const auto ngroups = static_cast<std::int32_t>(groups.size());
+
+  auto check_piece = [&](const tensor& t, std::int64_t extent, std::int32_t gi, const std::string& f, int split_axis) {
+    if (gi < 0 || gi >= ngroups)
+      throw error(f, "group " + std::to_string(gi) + " does not exist (the strategy has " + std::to_string(ngroups) + " groups)");
+    const auto& g = groups[static_cast<std::size_t>(gi)];
+    if (t.sparse && (g.architecture == architecture_kind::all_reduce || g.architecture == architecture_kind::sharded))
+      throw error(f, "tensor '" + t.name + "' has a sparse gradient; " + std::string(name_of(g.architecture)) +
+                         " needs dense ones: use parameter_server or all_gather");
+    if (!t.sparse && g.architecture == architecture_kind::all_gather)
+      throw error(f, "tensor '" + t.name + "' is dense; all_gather is for sparse gradients");
+    if (g.partitioner.kind == partitioner_kind::even) {
+      const auto axis = g.partitioner.axis;
+      if (static_cast<std::size_t>(axis) >= t.shape.size())
+        throw error(f, "group " + std::to_string(gi) + " partitions along axis " + std::to_string(axis) + " but tensor '" +
+                           t.name + "' has " + std::to_string(t.shape.size()) + " dimension(s)");
+      if (t.sparse && axis != 0) throw error(f, "sparse tensor '" + t.name + "' can only be partitioned along axis 0");
+      if (split_axis >= 0 && axis != split_axis)
+        throw error(f, "a shard split along axis " + std::to_string(split_axis) + " can only be partitioned further along that axis");
+      const auto d = split_axis >= 0 ? extent : t.shape[static_cast<std::size_t>(axis)];
+      if (g.partitioner.shards > d)
+        throw error(f, "group " + std::to_string(gi) + " asks for " + std::to_string(g.partitioner.shards) + " shards of tensor '" +
+                           t.name + "' but the axis has only " + std::to_string(d));
+    }
+    if (g.partitioner.kind == partitioner_kind::by_bytes && split_axis > 0)
+      throw error(f, "by_bytes partitions along axis 0; the shard was split along axis " + std::to_string(split_axis));
+  };
+
+  for (std::size_t a = 0; a < assignments.size(); ++a) {
+    const auto& as = assignments[a];
+    const std::string f = "assignments[" + std::to_string(a) + "]";
+    auto it = index.find(as.tensor);
+    if (it == index.end()) throw error(f + ".tensor", "unknown tensor '" + as.tensor + "' (not in model '" + model.name + "')");
+    if (seen[it->second] >= 0)
+      throw error(f + ".tensor", "tensor '" + as.tensor + "' is assigned twice (also at assignments[" + std::to_string(seen[it->second]) + "])");
+    seen[it->second] = static_cast<int>(a);
+    const auto& t = model.tensors[it->second];
+    if (as.split()) {
+      if (as.split_axis < 0 || static_cast<std::size_t>(as.split_axis) >= t.shape.size())
+        throw error(f + ".split_axis", "tensor '" + t.name + "' has no axis " + std::to_string(as.split_axis));
+      if (t.sparse && as.split_axis != 0) throw error(f + ".split_axis", "sparse tensor '" + t.name + "' can only be split along axis 0");
+      const auto d = t.shape[static_cast<std::size_t>(as.split_axis)];
+      const auto k = static_cast<std::int64_t>(as.shard_groups.size());
+      if (k > d)
+        throw error(f + ".shard_groups", std::to_string(k) + " shards but axis " + std::to_string(as.split_axis) + " of '" + t.name +
+                                             "' has only " + std::to_string(d));
+      for (std::size_t s = 0; s < as.shard_groups.size(); ++s) {
+        const auto r = even_shard(d, k, static_cast<std::int64_t>(s));
+        check_piece(t, r.end - r.begin, as.shard_groups[s], f + ".shard_groups[" + std::to_string(s) + "]", as.split_axis);
+      }
+    } else {
+      check_piece(t, 0, as.group, f + ".group", -1);
+    }
+  }
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (seen[i] < 0) throw error("assignments", "tensor '" + model.tensors[i].name + "' has no group");
+}
+
+}  // namespace autosync

@@ -1,0 +1,179 @@
+// autosync/strategy/items.hpp — a strategy applied to a model: the list of sync items.
+//
+// An item is what one group synchronizes for one tensor: the whole tensor, or one shard of
+// it (a range along one axis). Items carry their bytes on the wire (after compression, or
+// touched rows for sparse gradients) and, for parameter_server groups, the server that
+// holds them (placement resolved here, once). The cost model and the plan compiler both read
+// items; nothing here depends on either. Every function is constexpr.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/model.hpp>
+#include <autosync/strategy/descriptor.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace autosync {
+
+struct sync_item {
+  std::uint32_t tensor = 0;      // index into model.tensors
+  std::uint32_t group = 0;       // index into strategy.groups
+  std::int32_t axis = 0;         // the axis of [begin, end)
+  std::int64_t begin = 0, end = 0;
+  std::int64_t elements = 0;
+  std::int64_t bytes = 0;        // dense bytes in the tensor's dtype
+  std::int64_t wire_bytes = 0;   // what one rank sends for this item (compressed / touched rows)
+  std::int32_t server = -1;      // parameter_server: index into cluster.server_nodes()
+  std::uint32_t ready = 0;       // the tensor's position in backward order (0 = ready first)
+  bool sparse = false;
+};
+
+// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
+[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
+                                                   compression_id c) noexcept {
+  const auto* info = find_compression(c);
+  const double esize = size_of(t.type);
+  double per = esize;
+  const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
+  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize)
+    per = info->wire_bytes_per_element;
+  if (!t.sparse) return static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
+  // Sparse: touched rows (at least one) plus one 8-byte index per row.
+  const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
+  const double row_elems = rows > 0 ? static_cast<double>(elements) / static_cast<double>(rows) : 0.0;
+  return static_cast<std::int64_t>(touched * (row_elems * per + 8.0) + 0.5);
+}
+
+namespace detail {
+constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::uint32_t ti, std::uint32_t ready,
+                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e) {
+  const auto& t = m.tensors[ti];
+  const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
+  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) {
+    sync_item it;
+    it.tensor = ti;
+    it.group = gi;
+    it.axis = ax;
+    it.begin = pb;
+    it.end = pe;
+    it.elements = (pe - pb) * t.slice_elements(static_cast<std::size_t>(ax));
+    it.bytes = it.elements * size_of(t.type);
+    it.wire_bytes = wire_bytes_of(t, it.elements, ax == 0 ? (pe - pb) : t.shape[0], g.compression);
+    it.ready = ready;
+    it.sparse = t.sparse;
+    out.push_back(it);
+  };
+  switch (g.partitioner.kind) {
+    case partitioner_kind::none: push(axis, b, e); break;
+    case partitioner_kind::even: {
+      const std::int32_t ax = g.partitioner.axis;
+      // A whole tensor (axis is its own) is cut along the partitioner's axis.
+      const std::int64_t pb = (ax == axis) ? b : 0;
+      const std::int64_t pe = (ax == axis) ? e : t.shape[static_cast<std::size_t>(ax)];
+      const std::int64_t d = pe - pb;
+      const std::int64_t k = std::min<std::int64_t>(g.partitioner.shards, d);
+      for (std::int64_t s = 0; s < k; ++s) {
+        const auto r = even_shard(d, k, s);
+        push(ax, pb + r.begin, pb + r.end);
+      }
+      break;
+    }
+    case partitioner_kind::by_bytes: {
+      const std::int64_t d = e - b;
+      const auto row_bytes = static_cast<std::uint64_t>(slice) * size_of(t.type);
+      const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
+      std::int64_t k = static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes);
+      k = std::clamp<std::int64_t>(k, 1, d);
+      for (std::int64_t s = 0; s < k; ++s) {
+        const auto r = even_shard(d, k, s);
+        push(0, b + r.begin, b + r.end);
+      }
+      break;
+    }
+  }
+}
+}  // namespace detail
+
+// The strategy's items in (forward tensor order, shard order), servers resolved. The strategy
+// must be valid for the model and cluster (strategy_desc::validate).
+[[nodiscard]] constexpr std::vector<sync_item> expand(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
+  const auto order = m.backward_order();
+  std::vector<std::uint32_t> ready(m.tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) ready[order[i]] = static_cast<std::uint32_t>(i);
+  // assignment of each tensor, by forward index
+  std::vector<const assignment*> by_tensor(m.tensors.size(), nullptr);
+  for (const auto& a : s.assignments) {
+    for (std::size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].name == a.tensor) { by_tensor[i] = &a; break; }
+  }
+  std::vector<sync_item> items;
+  items.reserve(m.tensors.size());
+  for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
+    const auto* a = by_tensor[ti];
+    if (a == nullptr) continue;
+    const auto& t = m.tensors[ti];
+    if (!a->split()) {
+      const auto& g = s.groups[static_cast<std::size_t>(a->group)];
+      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0]);
+    } else {
+      const auto d = t.shape[static_cast<std::size_t>(a->split_axis)];
+      const auto k = static_cast<std::int64_t>(a->shard_groups.size());
+      for (std::int64_t sh = 0; sh < k; ++sh) {
+        const auto r = even_shard(d, k, sh);
+        const auto gi = a->shard_groups[static_cast<std::size_t>(sh)];
+        detail::add_items(items, m, ti, ready[ti], s.groups[static_cast<std::size_t>(gi)], static_cast<std::uint32_t>(gi),
+                          a->split_axis, r.begin, r.end);
+      }
+    }
+  }
+
+  // Placement of parameter-server items.
+  std::vector<double> bw;
+  for (const auto& n : c.nodes) {
+    const bool dedicated = c.has_dedicated_servers();
+    if (n.server_only == dedicated) bw.push_back(n.nic_bandwidth());
+  }
+  const auto S = static_cast<std::int64_t>(bw.size());
+  if (S == 0) return items;
+  std::vector<double> load(bw.size(), 0.0);
+  std::vector<std::int64_t> rr(s.groups.size(), 0);
+  std::vector<std::size_t> balanced;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& it = items[i];
+    const auto& g = s.groups[it.group];
+    if (g.architecture != architecture_kind::parameter_server) continue;
+    switch (g.placement.kind) {
+      case placement_kind::round_robin: it.server = static_cast<std::int32_t>(rr[it.group]++ % S); break;
+      case placement_kind::pinned: it.server = g.placement.server; break;
+      case placement_kind::hashed: {
+        // shard index within its tensor: count earlier items of the same tensor
+        std::uint64_t shard = 0;
+        for (std::size_t j = i; j > 0 && items[j - 1].tensor == it.tensor; --j) ++shard;
+        it.server = static_cast<std::int32_t>(placement_hash(m.tensors[it.tensor].name, shard) % static_cast<std::uint64_t>(S));
+        break;
+      }
+      case placement_kind::load_balanced: balanced.push_back(i); continue;
+    }
+    load[static_cast<std::size_t>(it.server)] += static_cast<double>(it.wire_bytes);
+  }
+  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order.
+  std::sort(balanced.begin(), balanced.end(), [&](std::size_t a, std::size_t b) {
+    return items[a].wire_bytes != items[b].wire_bytes ? items[a].wire_bytes > items[b].wire_bytes : a < b;
+  });
+  for (auto i : balanced) {
+    auto& it = items[i];
+    std::size_t best = 0;
+    double best_t = 0;
+    for (std::size_t sv = 0; sv < bw.size(); ++sv) {
+      const double t = (load[sv] + static_cast<double>(it.wire_bytes)) / bw[sv];
+      if (sv == 0 || t < best_t) { best = sv; best_t = t; }
+    }
+    it.server = static_cast<std::int32_t>(best);
+    load[best] += static_cast<double>(it.wire_bytes);
+  }
+  return items;
+}
+
+}  // namespace autosync

@@ -1,0 +1,6 @@
+// A type that is not a policy is rejected at the entry point.
+// expect-error: autosync::strategy: an argument is not a policy
+#include <autosync/policy/pack.hpp>
+struct not_a_policy {};
+using bad = autosync::strategy<autosync::topo::ring, not_a_policy>;
+bad* p = nullptr;
