@@ -104,7 +104,12 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
   for (std::size_t i = 0; i < order.size(); ++i) ready[order[i]] = static_cast<std::uint32_t>(i);
   // assignment of each tensor, by forward index
   std::vector<const assignment*> by_tensor(m.tensors.size(), nullptr);
-  for (const auto& a : s.assignments) {
+  for (std::size_t k = 0; k < s.assignments.size(); ++k) {
+    const auto& a = s.assignments[k];
+    if (k < m.tensors.size() && m.tensors[k].name == a.tensor) {  // the usual case: model order
+      by_tensor[k] = &a;
+      continue;
+    }
     for (std::size_t i = 0; i < m.tensors.size(); ++i)
       if (m.tensors[i].name == a.tensor) { by_tensor[i] = &a; break; }
   }
