@@ -68,7 +68,7 @@ struct pick {
 };
 template <class Slot, class P, class... Rest>
 struct pick<Slot, P, Rest...> {
-  using type = std::conditional_t<std::is_same_v<typename P::slot, Slot>, std::type_identity<P>, pick<Slot, Rest...>>::type;
+  using type = typename std::conditional_t<std::is_same_v<typename P::slot, Slot>, std::type_identity<P>, pick<Slot, Rest...>>::type;
 };
 
 template <class Slot, class... Slots>

@@ -96,12 +96,12 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
 }
 }  // namespace detail
 
-// The strategy's items in (forward tensor order, shard order), servers resolved. The strategy
-// must be valid for the model and cluster (strategy_desc::validate).
-[[nodiscard]] constexpr std::vector<sync_item> expand(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
-  const auto order = m.backward_order();
-  std::vector<std::uint32_t> ready(m.tensors.size());
-  for (std::size_t i = 0; i < order.size(); ++i) ready[order[i]] = static_cast<std::uint32_t>(i);
+// expand() into `items` (cleared; its capacity is reused), given `ready[t]` = the position of
+// tensor t in m.backward_order(): for evaluators that expand many strategies of one model
+// (cost::evaluator) and must not sort or allocate per call.
+constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, const cluster_spec& c, const strategy_desc& s,
+                           const std::vector<std::uint32_t>& ready) {
+  items.clear();
   // assignment of each tensor, by forward index
   std::vector<const assignment*> by_tensor(m.tensors.size(), nullptr);
   for (std::size_t k = 0; k < s.assignments.size(); ++k) {
@@ -113,7 +113,6 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     for (std::size_t i = 0; i < m.tensors.size(); ++i)
       if (m.tensors[i].name == a.tensor) { by_tensor[i] = &a; break; }
   }
-  std::vector<sync_item> items;
   items.reserve(m.tensors.size());
   for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
     const auto* a = by_tensor[ti];
@@ -141,7 +140,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     if (n.server_only == dedicated) bw.push_back(n.nic_bandwidth());
   }
   const auto S = static_cast<std::int64_t>(bw.size());
-  if (S == 0) return items;
+  if (S == 0) return;
   std::vector<double> load(bw.size(), 0.0);
   std::vector<std::int64_t> rr(s.groups.size(), 0);
   std::vector<std::size_t> balanced;
@@ -178,6 +177,16 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     it.server = static_cast<std::int32_t>(best);
     load[best] += static_cast<double>(it.wire_bytes);
   }
+}
+
+// The strategy's items in (forward tensor order, shard order), servers resolved. The strategy
+// must be valid for the model and cluster (strategy_desc::validate).
+[[nodiscard]] constexpr std::vector<sync_item> expand(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
+  const auto order = m.backward_order();
+  std::vector<std::uint32_t> ready(m.tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) ready[order[i]] = static_cast<std::uint32_t>(i);
+  std::vector<sync_item> items;
+  expand_into(items, m, c, s, ready);
   return items;
 }
 

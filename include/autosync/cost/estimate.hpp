@@ -1,0 +1,589 @@
+// autosync/cost/estimate.hpp — the iteration time of a strategy, without running it.
+//
+// `estimate(model, cluster, strategy)` plays one training iteration on a timeline:
+//
+//   time ─────────────────────────────────────────────────────────────────────────────>
+//   compute  |<── forward ──>|<────────────── backward ──────────────>|
+//   ready                       t9  t8 ... (gradients, back layers first)   t0
+//   buckets                        [b0 ready]      [b1 ready]            [b2 ready]
+//   lane 0 (collectives)              [== b0 ==]      [=== b1 ===]          [== b2 ==]
+//   lane 1 (PS server 0)                 [ b0/s0 ]       [ b1/s0 ]
+//   lane 2 (PS server 1)                 [ b0/s1 ]                  [ b2/s1 ]
+//                                                                            exposed
+//   iteration = forward + max(backward, last lane end - forward)          |<-------->|
+//
+// The steps, in order (every one of them constexpr):
+//
+// 1. Items: `autosync::expand` (strategy/items.hpp; `expand_into` in the evaluator): one item per
+//    tensor or shard, with its wire bytes (compressed, or touched rows of a sparse gradient)
+//    and its parameter server resolved. The strategy must be valid (strategy_desc::validate).
+// 2. Compute: forward = model.forward_flops / device_flops, backward of tensor t =
+//    t.backward_flops / device_flops (the slowest device of the cluster: data parallelism
+//    waits for it). Gradients become ready in model.backward_order(); the tensor at position
+//    k is ready at forward + the backward time of positions 0..k.
+// 3. Fusion: per group, the items in ready order are packed into buckets. The first bucket
+//    holds at most fusion.first_cap_bytes, the others fusion.cap_bytes (dense bytes, the
+//    size of the fusion buffer); a bucket closes when the next item would push it past its
+//    cap; an item larger than the cap travels alone; cap 0 = one item per bucket. A bucket is
+//    ready when its last item is. Buckets are numbered in ready order (ties: creation order).
+// 4. Cost of a bucket of S wire bytes (cost/fabric.hpp maps the topology onto the cluster):
+//      all_reduce        all_reduce(fabric, topology, S)
+//      sharded           reduce_scatter(S) then all_gather(S) as two events on lane 0. ZeRO
+//                        may defer the all-gather into the next forward; it is kept on the
+//                        critical path here (the conservative choice; the GBT correction
+//                        learns how much a real overlap hides).
+//      all_gather        sparse: every rank gathers the others' S bytes, (p-1) S in per rank
+//      parameter_server  one transfer per (bucket, server) with B = the bucket's bytes on that
+//                        server. copies = nodes with local replication, else p ranks:
+//                          server  = 2 copies alpha_srv + copies B beta_srv
+//                                    (latency x messages + max(in, out) / NIC bandwidth; in = out)
+//                          worker  = max over worker nodes k of 2 c_k alpha_k + c_k B beta_k,
+//                                    c_k = 1 with local replication, else the node's ranks
+//                          local   = intra-node reduce before the push + broadcast after the
+//                                    pull on g ranks (cost::reduce / cost::broadcast)
+//                        transfer = local reduce + max(server, worker) + local broadcast.
+//                        Server summation is taken as hidden behind the receive (BytePS);
+//                        a co-located server's own node is counted like any other.
+//    Compression adds encode + decode compute, flops_per_element x elements / device_flops,
+//    as a kind-2 event on the same lane right before the bytes move.
+// 5. Lanes (and 8, the shared NICs): lane 0 is the collective communicator — all_reduce, sharded and all_gather
+//    buckets of every group are serialized on it. Lanes 1..S are the parameter servers: a
+//    server takes one transfer at a time, servers run in parallel. The workers' NICs are a
+//    serial resource beside them: each transfer puts its bandwidth part (max_k c_k B beta_k)
+//    through them after their earlier work, and ends no earlier than that — so many servers
+//    cannot beat the workers' own NICs, while latencies to different servers overlap.
+//    Lane 0 and the PS lanes share the workers' NICs: a lane-0 job occupies each node's NICs
+//    for its node-level cut, 2(N-1)/N n inter.beta (sparse all-gather: (N-1)/N p n
+//    inter.beta), and the iteration ends no earlier than max_j (ready_j + NIC time of the
+//    jobs ready no earlier than j) — so splitting a model between a collective and parameter
+//    servers cannot make the NICs move bytes faster than they can.
+//    A job starts at max(ready, its lane free).
+// 6. Schedule: when a lane frees, it takes among its jobs ready by then the best by key —
+//    priority groups first, lowest forward tensor index of the bucket first (ByteScheduler:
+//    the next forward needs front layers first), then fifo groups in ready order; with none
+//    ready it waits for the next. A busy server holds up no other server's transfers.
+// 7. iteration = forward + max(backward, last lane end - forward); exposed = iteration -
+//    forward - backward; communication = busy time of kinds 0 and 1 summed over lanes;
+//    compression = busy time of kind 2.
+//    lower_bound = forward + max(backward, L) where L = max(sum over lane-0 buckets of their
+//    bandwidth bound (fabric lower_bound / sparse_all_gather_lower_bound), max over servers
+//    of the server-bandwidth part of its transfers). Each term is a busy time that happens
+//    after the forward, so iteration >= lower_bound always; the search prunes on it.
+//
+// `evaluator` precomputes what depends on (model, cluster) and reuses its buffers: use it in
+// loops (one evaluator per thread: its scratch is mutable). It keeps references to the model
+// and the cluster, which must outlive it.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/collectives.hpp>
+#include <autosync/cost/fabric.hpp>
+#include <autosync/model.hpp>
+#include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/items.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace autosync::cost {
+
+inline constexpr std::uint8_t event_collective = 0;
+inline constexpr std::uint8_t event_ps_transfer = 1;
+inline constexpr std::uint8_t event_compression = 2;
+
+struct event {
+  int lane = 0;                // 0 collective communicator, 1 + s parameter server s
+  std::uint32_t group = 0;     // strategy group
+  std::uint32_t bucket = 0;    // bucket number (ready order)
+  double start = 0.0, end = 0.0;  // seconds from the start of the iteration
+  std::int64_t bytes = 0;      // wire bytes one rank moves (PS: on this server)
+  std::uint8_t kind = 0;       // event_collective, event_ps_transfer, event_compression
+};
+
+struct bucket {
+  std::uint32_t group = 0;
+  std::vector<std::uint32_t> items;  // indices into expand(model, cluster, strategy), ready order
+  std::int64_t wire_bytes = 0;
+  double ready = 0.0;                // seconds from the start of the iteration
+};
+
+struct prediction {
+  double iteration = 0.0;      // forward + backward + exposed communication
+  double forward = 0.0, backward = 0.0;
+  double communication = 0.0;  // busy time of collectives and PS transfers, summed over lanes
+  double compression = 0.0;    // busy time of encode/decode compute, summed over lanes
+  double exposed = 0.0;        // iteration - forward - backward
+  double lower_bound = 0.0;    // forward + max(backward, bandwidth bound of the lanes); <= iteration
+  std::vector<event> events;   // only when options.timeline
+};
+
+struct options {
+  bool timeline = false;
+};
+
+// What depends only on (model, cluster).
+struct context {
+  fabric fab;
+  double forward = 0.0, backward = 0.0;
+  std::vector<std::uint32_t> order;       // backward order: the tensor at each ready position
+  std::vector<double> ready_at;           // absolute ready time of each ready position
+  std::vector<std::uint32_t> position;    // per tensor: its ready position
+};
+
+[[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
+  context x;
+  x.fab = make_fabric(c);
+  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  x.forward = m.forward_flops / flops;
+  const auto ord = m.backward_order();
+  x.order.resize(ord.size());
+  x.ready_at.resize(ord.size());
+  x.position.resize(ord.size());
+  double t = x.forward;
+  for (std::size_t k = 0; k < ord.size(); ++k) {
+    x.order[k] = static_cast<std::uint32_t>(ord[k]);
+    x.position[ord[k]] = static_cast<std::uint32_t>(k);
+    t += m.tensors[ord[k]].backward_flops / flops;
+    x.ready_at[k] = t;
+  }
+  x.backward = t - x.forward;
+  return x;
+}
+
+// Reusable buffers of one evaluation.
+struct workspace {
+  std::vector<sync_item> items;
+  std::vector<std::uint32_t> first;        // per tensor: index of its first item (items of a tensor are contiguous)
+  std::vector<std::uint32_t> count;        // per tensor: its items
+  std::vector<std::uint32_t> next;         // per item: the next item of its bucket (linked list)
+  struct open_bucket {
+    std::uint32_t head = 0, tail = 0, n = 0, min_tensor = 0, ready_pos = 0;
+    std::uint64_t bytes = 0;
+    std::int64_t wire = 0;
+    double comp_flops = 0.0;
+    bool first = true;
+  };
+  std::vector<open_bucket> open;           // per group
+  struct group_info {
+    architecture_kind arch{};
+    topology_value topology{};
+    std::uint64_t cap = 0, first_cap = 0;
+    bool priority = false, local = false;
+    double comp_flops_per_element = 0.0, comp_wire_per_element = 0.0;
+  };
+  std::vector<group_info> groups;
+  struct job {
+    double ready = 0.0;
+    std::uint64_t key = 0;
+    std::uint32_t bucket = 0, group = 0, ready_pos = 0, head = 0, count = 0;
+    int lane = 0;
+    double comp = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0, nic = 0.0;
+    std::int64_t bytes = 0;
+  };
+  std::vector<job> jobs, sorted;
+  std::vector<std::uint32_t> hist;         // counting sort by ready position
+  std::vector<std::uint64_t> heap;
+  std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
+  std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
+  std::vector<std::size_t> pending_at;
+  std::vector<double> queued_at;
+  std::vector<double> server_bytes, server_lb, lane_free;
+  std::vector<std::uint32_t> touched;
+  std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr bool floating(dtype t) noexcept {
+  return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+}
+
+// Elements an item's compressor encodes (0 when it travels uncompressed).
+[[nodiscard]] constexpr double compressed_elements(const model_spec& m, const sync_item& it, double wire_per_element) noexcept {
+  const auto& t = m.tensors[it.tensor];
+  if (!(wire_per_element > 0.0) || !floating(t.type) || !(wire_per_element < size_of(t.type))) return 0.0;
+  if (!t.sparse) return static_cast<double>(it.elements);
+  const std::int64_t rows = it.axis == 0 ? it.end - it.begin : t.shape[0];
+  if (rows <= 0) return 0.0;
+  const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
+  return touched * (static_cast<double>(it.elements) / static_cast<double>(rows));
+}
+
+// The transfer of B bytes to server s (see the header comment, step 4).
+constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local, workspace::job& j, double& server_bw_part) noexcept {
+  const auto& srv = f.servers[s];
+  const double copies = local ? f.nodes : f.p;
+  server_bw_part = copies * B * srv.nic.beta;
+  const double server = 2.0 * copies * srv.nic.alpha + server_bw_part;
+  double worker = 0.0, nic = 0.0;
+  for (const auto& w : f.workers) {
+    const double c = local ? 1.0 : w.ranks;
+    worker = std::max(worker, 2.0 * c * w.nic.alpha + c * B * w.nic.beta);
+    nic = std::max(nic, c * B * w.nic.beta);
+  }
+  j.t1 = local && f.g > 1 ? reduce(f.g, B, f.intra.alpha, f.intra.beta, f.gamma) : 0.0;
+  j.t2 = std::max(server, worker);
+  j.t3 = local && f.g > 1 ? broadcast(f.g, B, f.intra.alpha, f.intra.beta) : 0.0;
+  j.nic = nic;  // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
+}
+
+// The core: items (in ws.items) -> prediction. `out_buckets` (optional) receives the buckets.
+constexpr prediction run(const model_spec& m, const context& x, const strategy_desc& s, const options& opt, workspace& ws,
+                         std::vector<bucket>* out_buckets) {
+  const fabric& f = x.fab;
+  prediction r;
+  r.forward = x.forward;
+  r.backward = x.backward;
+  const double flops = f.device_flops > 0.0 ? f.device_flops : 1.0;
+  const auto T = m.tensors.size();
+  const auto& items = ws.items;
+  const auto N = items.size();
+  const auto S = f.servers.size();
+
+  // groups
+  ws.groups.resize(s.groups.size());
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const auto& g = s.groups[gi];
+    auto& gi_ = ws.groups[gi];
+    gi_.arch = g.architecture;
+    gi_.topology = g.topology;
+    gi_.cap = g.fusion.cap_bytes;
+    gi_.first_cap = g.fusion.first_cap_bytes;
+    gi_.priority = g.schedule == schedule_kind::priority;
+    gi_.local = g.replication == replication_kind::local;
+    const auto* c = find_compression(g.compression);
+    gi_.comp_flops_per_element = c ? c->flops_per_element : 0.0;
+    gi_.comp_wire_per_element = c ? c->wire_bytes_per_element : 0.0;
+  }
+
+  // items of each tensor (contiguous in expand's output)
+  ws.first.assign(T, 0);
+  ws.count.assign(T, 0);
+  for (std::uint32_t i = 0; i < N; ++i) {
+    const auto t = items[i].tensor;
+    if (ws.count[t]++ == 0) ws.first[t] = i;
+  }
+  ws.next.resize(N);
+  ws.open.assign(s.groups.size(), workspace::open_bucket{});
+  ws.jobs.clear();
+  ws.server_bytes.assign(S, 0.0);
+  ws.server_lb.assign(S, 0.0);
+  ws.touched.clear();
+  double lane0_lb = 0.0;
+  std::uint32_t nbuckets = 0;
+
+  auto close = [&](std::uint32_t gi) {
+    auto& ob = ws.open[gi];
+    if (ob.n == 0) return;
+    const auto& g = ws.groups[gi];
+    const std::uint32_t b = nbuckets++;
+    const double comp = ob.comp_flops / flops;
+    const double S_ = static_cast<double>(ob.wire);
+    workspace::job j;
+    j.ready_pos = ob.ready_pos;
+    j.ready = x.ready_at[ob.ready_pos];
+    j.bucket = b;
+    j.group = gi;
+    j.head = ob.head;
+    j.count = ob.n;
+    j.key = g.priority ? (static_cast<std::uint64_t>(ob.min_tensor) << 32) : (std::uint64_t{1} << 63);
+    j.comp = comp;
+    if (g.arch == architecture_kind::parameter_server) {
+      // one transfer per server the bucket touches
+      for (std::uint32_t i = ob.head, k = 0; k < ob.n; ++k, i = ws.next[i]) {
+        const auto sv = static_cast<std::size_t>(items[i].server);
+        if (ws.server_bytes[sv] == 0.0) ws.touched.push_back(static_cast<std::uint32_t>(sv));
+        ws.server_bytes[sv] += static_cast<double>(std::max<std::int64_t>(items[i].wire_bytes, 1));
+      }
+      std::sort(ws.touched.begin(), ws.touched.end());
+      for (auto sv : ws.touched) {
+        const double B = ws.server_bytes[sv];
+        workspace::job t = j;
+        t.lane = 1 + static_cast<int>(sv);
+        t.bytes = static_cast<std::int64_t>(B);
+        double bw_part = 0.0;
+        ps_transfer(f, sv, B, g.local, t, bw_part);
+        ws.server_lb[sv] += bw_part;
+        ws.jobs.push_back(t);
+        ws.server_bytes[sv] = 0.0;
+        j.comp = 0.0;  // the bucket's compression is paid once, before its first transfer
+      }
+      ws.touched.clear();
+    } else {
+      j.lane = 0;
+      j.bytes = ob.wire;
+      switch (g.arch) {
+        case architecture_kind::sharded:
+          j.t1 = reduce_scatter(f, g.topology, S_);
+          j.t2 = all_gather(f, g.topology, S_);
+          lane0_lb += lower_bound(f, S_);
+          j.nic = nic_occupancy(f, S_);
+          break;
+        case architecture_kind::all_gather:
+          j.t1 = sparse_all_gather(f, S_);
+          lane0_lb += sparse_all_gather_lower_bound(f, S_);
+          j.nic = sparse_all_gather_nic_occupancy(f, S_);
+          break;
+        default:
+          j.t1 = all_reduce(f, g.topology, S_);
+          lane0_lb += lower_bound(f, S_);
+          j.nic = nic_occupancy(f, S_);
+          break;
+      }
+      ws.jobs.push_back(j);
+    }
+    ob = workspace::open_bucket{};
+    ob.first = false;
+  };
+
+  // 3. fusion, in ready order
+  for (std::uint32_t pos = 0; pos < T; ++pos) {
+    const auto t = x.order[pos];
+    for (std::uint32_t k = 0, i = ws.first[t]; k < ws.count[t]; ++k, ++i) {
+      const auto& it = items[i];
+      const auto gi = it.group;
+      auto& ob = ws.open[gi];
+      const auto& g = ws.groups[gi];
+      const std::uint64_t cap = ob.first ? g.first_cap : g.cap;
+      const auto ib = static_cast<std::uint64_t>(it.bytes);
+      if (ob.n > 0 && (g.cap == 0 || ib > cap || ob.bytes + ib > cap)) close(gi);
+      auto& o = ws.open[gi];
+      if (o.n == 0) {
+        o.head = i;
+        o.min_tensor = it.tensor;
+      } else {
+        ws.next[o.tail] = i;
+      }
+      o.tail = i;
+      ++o.n;
+      o.bytes += ib;
+      o.wire += it.wire_bytes;
+      o.ready_pos = pos;
+      o.min_tensor = std::min(o.min_tensor, it.tensor);
+      if (g.comp_flops_per_element > 0.0)
+        o.comp_flops += g.comp_flops_per_element * compressed_elements(m, it, g.comp_wire_per_element);
+    }
+  }
+  for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) close(gi);
+
+  // jobs in ready order (counting sort by ready position; ties keep creation order)
+  ws.hist.assign(T + 1, 0);
+  for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
+  for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
+  ws.sorted.resize(ws.jobs.size());
+  for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
+  // bucket numbers in ready order, keys complete with the ready rank
+  ws.bucket_number.assign(nbuckets, 0xffffffffu);
+  std::uint32_t numbered = 0;
+  for (std::uint32_t k = 0; k < ws.sorted.size(); ++k) {
+    auto& j = ws.sorted[k];
+    if (ws.bucket_number[j.bucket] == 0xffffffffu) ws.bucket_number[j.bucket] = numbered++;
+    j.bucket = ws.bucket_number[j.bucket];
+    j.key |= k;
+  }
+
+  // 5/6. dispatch: lane 0 on its own, PS lanes through the NICs
+  ws.lane_free.assign(1 + S, 0.0);
+  double last_end = 0.0;
+  if (opt.timeline) r.events.reserve(ws.sorted.size() * 2);
+  // Heaps of keys; a key's low 32 bits are the job's index in `sorted`. Lane 0 takes fifo-only
+  // work in sorted order without the heap.
+  auto key_greater = [](std::uint64_t a, std::uint64_t b) { return a > b; };  // min-heap
+  auto commit = [&](std::uint32_t pick, double start, double end, bool ps) {
+    const auto& j = ws.sorted[pick];
+    const double busy = end - start - j.comp;
+    ws.lane_free[static_cast<std::size_t>(j.lane)] = end;
+    last_end = std::max(last_end, end);
+    r.communication += busy;
+    r.compression += j.comp;
+    if (opt.timeline) {
+      double at = start;
+      if (j.comp > 0.0) {
+        r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.comp, j.bytes, event_compression});
+        at += j.comp;
+      }
+      if (ps) {
+        r.events.push_back(event{j.lane, j.group, j.bucket, at, end, j.bytes, event_ps_transfer});
+      } else {
+        r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.t1, j.bytes, event_collective});
+        if (ws.groups[j.group].arch == architecture_kind::sharded)
+          r.events.push_back(event{j.lane, j.group, j.bucket, at + j.t1, end, j.bytes, event_collective});
+      }
+    }
+    return end;
+  };
+  const auto n = static_cast<std::uint32_t>(ws.sorted.size());
+
+  // lane 0: the communicator takes, when free, the best ready job (fifo: the next in ready order)
+  {
+    bool any_priority = false;
+    std::uint32_t count = 0;
+    for (std::uint32_t q = 0; q < n; ++q)
+      if (ws.sorted[q].lane == 0) {
+        ++count;
+        any_priority = any_priority || (ws.sorted[q].key >> 63) == 0;
+      }
+    double t = 0.0;
+    ws.heap.clear();
+    std::uint32_t k = 0;
+    auto skip = [&] { while (k < n && ws.sorted[k].lane != 0) ++k; };
+    skip();
+    for (std::uint32_t done = 0; done < count; ++done) {
+      std::uint32_t pick = 0;
+      if (!any_priority) {
+        pick = k++;
+        skip();
+        t = std::max(t, ws.sorted[pick].ready);
+      } else {
+        if (ws.heap.empty() && t < ws.sorted[k].ready) t = ws.sorted[k].ready;
+        while (k < n && ws.sorted[k].ready <= t) {
+          ws.heap.push_back(ws.sorted[k].key);
+          std::push_heap(ws.heap.begin(), ws.heap.end(), key_greater);
+          ++k;
+          skip();
+        }
+        std::pop_heap(ws.heap.begin(), ws.heap.end(), key_greater);
+        pick = static_cast<std::uint32_t>(ws.heap.back() & 0xffffffffu);
+        ws.heap.pop_back();
+      }
+      const auto& j = ws.sorted[pick];
+      t = commit(pick, t, t + j.comp + j.t1 + j.t2, false);
+    }
+  }
+
+  // PS lanes: each server has its own queue and takes, when free, its best ready transfer
+  // (ties between servers: the earlier start, then the key). The workers' NICs are one more
+  // serial resource beside them: a transfer's bytes (its bandwidth part) go through the NICs
+  // after the NICs' earlier work, and the transfer ends no earlier than that.
+  if (S > 0) {
+    if (ws.pending.size() < S) ws.pending.resize(S);
+    if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
+    ws.pending_at.assign(S, 0);
+    ws.queued_at.assign(S, 0.0);
+    std::uint32_t count = 0;
+    for (std::size_t sv = 0; sv < S; ++sv) {
+      ws.pending[sv].clear();
+      ws.ready_heap[sv].clear();
+    }
+    for (std::uint32_t q = 0; q < n; ++q)
+      if (ws.sorted[q].lane > 0) {
+        ws.pending[static_cast<std::size_t>(ws.sorted[q].lane - 1)].push_back(q);
+        ++count;
+      }
+    double nic_free = 0.0;
+    for (std::uint32_t done = 0; done < count; ++done) {
+      std::size_t best = S;
+      double best_start = 0.0;
+      std::uint64_t best_key = 0;
+      for (std::size_t sv = 0; sv < S; ++sv) {
+        auto& pend = ws.pending[sv];
+        auto& heap = ws.ready_heap[sv];
+        auto& at = ws.pending_at[sv];
+        if (heap.empty() && at == pend.size()) continue;
+        // the server's next start: when it is free and its queue has a ready transfer (jobs
+        // already queued were ready by the start computed when they were queued)
+        double ts = std::max(ws.lane_free[1 + sv], heap.empty() ? ws.sorted[pend[at]].ready : ws.queued_at[sv]);
+        ws.queued_at[sv] = ts;
+        while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
+          heap.push_back(ws.sorted[pend[at]].key);
+          std::push_heap(heap.begin(), heap.end(), key_greater);
+          ++at;
+        }
+        const std::uint64_t key = heap.front();
+        if (best == S || ts < best_start || (ts == best_start && key < best_key)) {
+          best = sv;
+          best_start = ts;
+          best_key = key;
+        }
+      }
+      auto& heap = ws.ready_heap[best];
+      std::pop_heap(heap.begin(), heap.end(), key_greater);
+      heap.pop_back();
+      const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
+      const auto& j = ws.sorted[pick];
+      const double pushed = best_start + j.comp + j.t1;  // after the local reduce
+      nic_free = std::max(nic_free, pushed) + j.nic;
+      commit(pick, best_start, std::max(pushed + j.t2, nic_free) + j.t3, true);
+    }
+  }
+
+  // 8. The workers' NICs are shared by lane 0 and the PS lanes: whatever the lanes do, the
+  // NICs move every job's bytes one after another, and no job's bytes move before it is ready.
+  // Completion >= max over jobs j of (ready_j + NIC time of all jobs ready no earlier than j):
+  // the single-machine bound with release times. ws.sorted is in ready order.
+  if (f.nodes > 1 && S > 0) {
+    double suffix = 0.0;
+    for (std::uint32_t q = n; q-- > 0;) {
+      suffix += ws.sorted[q].nic;
+      last_end = std::max(last_end, ws.sorted[q].ready + suffix);
+    }
+  }
+
+  const double compute_end = r.forward + r.backward;
+  r.iteration = std::max(compute_end, last_end);
+  r.exposed = r.iteration - compute_end;
+  double lb = lane0_lb;
+  for (double v : ws.server_lb) lb = std::max(lb, v);
+  if (f.nodes > 1 && S > 0) {  // the shared NICs (8) move every job's bytes after the forward
+    double nic_total = 0.0;
+    for (const auto& j : ws.sorted) nic_total += j.nic;
+    lb = std::max(lb, nic_total);
+  }
+  r.lower_bound = r.forward + std::max(r.backward, lb);
+
+  if (out_buckets) {
+    out_buckets->assign(nbuckets, bucket{});
+    for (const auto& j : ws.sorted) {
+      auto& b = (*out_buckets)[j.bucket];
+      if (!b.items.empty()) continue;  // a PS bucket's further transfers
+      b.group = j.group;
+      b.ready = j.ready;
+      b.items.reserve(j.count);
+      for (std::uint32_t i = j.head, q = 0; q < j.count; ++q, i = ws.next[i]) {
+        b.items.push_back(i);
+        b.wire_bytes += items[i].wire_bytes;
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace detail
+
+[[nodiscard]] constexpr prediction estimate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {}) {
+  const auto x = make_context(m, c);
+  workspace ws;
+  expand_into(ws.items, m, c, s, x.position);
+  return detail::run(m, x, s, opt, ws, nullptr);
+}
+
+// The buckets the fusion step packs (step 3), numbered in ready order as in the events.
+[[nodiscard]] constexpr std::vector<bucket> buckets(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
+  const auto x = make_context(m, c);
+  workspace ws;
+  expand_into(ws.items, m, c, s, x.position);
+  std::vector<bucket> out;
+  (void)detail::run(m, x, s, options{}, ws, &out);
+  return out;
+}
+
+class evaluator {
+ public:
+  evaluator(const model_spec& m, const cluster_spec& c) : model_(&m), cluster_(&c), ctx_(make_context(m, c)) {}
+
+  [[nodiscard]] prediction operator()(const strategy_desc& s, const options& opt = {}) const {
+    expand_into(ws_.items, *model_, *cluster_, s, ctx_.position);
+    return detail::run(*model_, ctx_, s, opt, ws_, nullptr);
+  }
+  [[nodiscard]] const fabric& fab() const noexcept { return ctx_.fab; }
+  [[nodiscard]] const context& ctx() const noexcept { return ctx_; }
+
+ private:
+  const model_spec* model_;
+  const cluster_spec* cluster_;
+  context ctx_;
+  mutable workspace ws_;
+};
+
+}  // namespace autosync::cost

@@ -1,0 +1,215 @@
+// autosync/cost/fabric.hpp — a cluster summarized for costing, and the collectives on it.
+//
+// `make_fabric(cluster)` boils a cluster_spec down to the numbers the formulas of
+// cost/collectives.hpp need:
+//
+//   p      ranks (world size)            nodes  worker nodes        g  ranks per node (max)
+//   intra  device <-> device inside a node (alpha = intra latency, beta = 1 / intra bandwidth)
+//   inter  one node's network: alpha = NIC latency, beta = 1 / (NIC bandwidth x NICs)
+//   gamma  seconds per byte summed (1 / reduce_bandwidth)
+//   device_flops, servers (parameter-server nodes), workers (per worker node: ranks, NIC)
+//
+// Heterogeneous clusters: a collective runs at the pace of its slowest member, so the
+// collective numbers take the slowest node (smallest bandwidth, largest latency, slowest
+// device, slowest reduction) — one slow NIC bounds every ring through it. Parameter-server
+// costs keep per-node numbers (`servers`, `workers`), since each server is its own lane.
+//
+// Which link a collective sees (all_reduce / reduce_scatter / all_gather below):
+//
+//   one node               every topology runs on `intra` over p ranks.
+//   flat, several nodes    the collective crosses node boundaries. Its steps are synchronous,
+//                          so a step costs the slowest link's latency (alpha = max of intra
+//                          and NIC latency) and the slowest per-flow bandwidth:
+//                            beta = max(intra.beta, flows x inter.beta)
+//                          flows = the streams that leave one node at once through its NICs:
+//                            ring              1  (one ring edge leaves each node; NCCL spreads
+//                                                  it over the NICs as channels)
+//                            halving_doubling  g  (in the cross-node steps every rank of the
+//                                                  node exchanges with a rank on another node)
+//                          tree: NCCL's shape, a chain inside each node and the double binary
+//                          tree across nodes (tuning.cc: latency 2((g-1) alpha_intra +
+//                          ceil(lg N) alpha_nic)), the pipeline runs at its slowest stage:
+//                            2 n intra.beta (chain)  vs  tree_bandwidth_factor(N) n inter.beta
+//   hierarchical<I, O>     I on g ranks over `intra`; O on N nodes for n/g bytes, g of them
+//                          side by side, each on flow link {inter.alpha,
+//                          max(intra.beta, g x inter.beta)} (a rank's bytes also cross its own
+//                          device link; with a NIC per rank the flow sees one NIC).
+//
+//     2 nodes x 4 ranks, ring (flat):        hierarchical<ring, ring>:
+//       n0: r0-r1-r2-r3                        n0: RS(r0..r3)  AR(r0,r4) AR(r1,r5) ..  AG(r0..r3)
+//                      \  one edge per          n1: RS(r4..r7)  (4 flows share the NICs) AG(r4..r7)
+//       n1: r7-r6-r5-r4 /  node crosses NICs
+//
+// With these choices every estimate is >= `lower_bound(fabric, n)`:
+//   max( 2(p-1)/p n intra.beta  (every rank's own link; when g > 1),
+//        2(N-1)/N n inter.beta  (every node's NICs, the node-level cut) )
+// (hierarchical<ring, ring> with an infinitely fast network meets the first term exactly).
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/collectives.hpp>
+#include <autosync/policy/topology.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace autosync::cost {
+
+// A node that hosts parameter-server shards.
+struct server_cost {
+  int node = 0;             // index into cluster.nodes
+  link_cost nic{};          // alpha NIC latency, beta 1 / (NIC bandwidth x NICs)
+  bool colocated = false;   // a worker node that also serves (no dedicated servers in the cluster)
+};
+// A worker node, for the worker side of parameter-server traffic.
+struct worker_cost {
+  int node = 0;             // index into cluster.nodes
+  int ranks = 1;            // devices on it
+  link_cost nic{};
+};
+
+struct fabric {
+  int p = 1;                // ranks
+  int nodes = 1;            // worker nodes
+  int g = 1;                // ranks per node (the largest node)
+  link_cost intra{};        // slowest intra-node link
+  link_cost inter{};        // slowest node network (all NICs of a node together)
+  double gamma = 0.0;       // seconds per byte reduced (slowest device)
+  double device_flops = 0.0;  // slowest device
+  std::vector<server_cost> servers;  // cluster.server_nodes() order: the `server` of a sync_item
+  std::vector<worker_cost> workers;  // worker nodes in cluster order
+
+  // The link a flat collective sees with `flows` streams per node through the NICs.
+  [[nodiscard]] constexpr link_cost flat(int flows) const noexcept {
+    if (nodes <= 1) return intra;
+    const double bi = g > 1 ? intra.beta : 0.0;
+    return {std::max(g > 1 ? intra.alpha : 0.0, inter.alpha), std::max(bi, flows * inter.beta)};
+  }
+  // The link one of g side-by-side inter-node collectives sees.
+  [[nodiscard]] constexpr link_cost inter_flow() const noexcept {
+    const double bi = g > 1 ? intra.beta : 0.0;
+    return {inter.alpha, std::max(bi, g * inter.beta)};
+  }
+};
+
+[[nodiscard]] constexpr double inverse(double bandwidth) noexcept { return bandwidth > 0.0 ? 1.0 / bandwidth : 0.0; }
+
+// The cluster must be valid (cluster_spec::validate).
+[[nodiscard]] constexpr fabric make_fabric(const cluster_spec& c) {
+  fabric f;
+  f.p = c.world_size();
+  f.nodes = c.worker_nodes();
+  f.g = c.max_devices_per_node();
+  bool first = true, first_intra = true;
+  double min_flops = 0.0, min_reduce = 0.0, min_nic = 0.0, max_nic_lat = 0.0, min_intra = 0.0, max_intra_lat = 0.0;
+  for (int i = 0; i < static_cast<int>(c.nodes.size()); ++i) {
+    const auto& n = c.nodes[static_cast<std::size_t>(i)];
+    if (n.server_only) continue;
+    f.workers.push_back(worker_cost{i, n.devices, link_cost{n.nic.latency, inverse(n.nic_bandwidth())}});
+    if (first) {
+      min_flops = n.device_flops;
+      min_reduce = n.reduce_bandwidth;
+      min_nic = n.nic_bandwidth();
+      max_nic_lat = n.nic.latency;
+      first = false;
+    } else {
+      min_flops = std::min(min_flops, n.device_flops);
+      min_reduce = std::min(min_reduce, n.reduce_bandwidth);
+      min_nic = std::min(min_nic, n.nic_bandwidth());
+      max_nic_lat = std::max(max_nic_lat, n.nic.latency);
+    }
+    if (n.devices > 1) {
+      if (first_intra) {
+        min_intra = n.intra.bandwidth;
+        max_intra_lat = n.intra.latency;
+        first_intra = false;
+      } else {
+        min_intra = std::min(min_intra, n.intra.bandwidth);
+        max_intra_lat = std::max(max_intra_lat, n.intra.latency);
+      }
+    }
+  }
+  f.intra = link_cost{max_intra_lat, inverse(min_intra)};
+  f.inter = link_cost{max_nic_lat, inverse(min_nic)};
+  f.gamma = inverse(min_reduce);
+  f.device_flops = min_flops;
+  const bool dedicated = c.has_dedicated_servers();
+  for (int i = 0; i < static_cast<int>(c.nodes.size()); ++i) {
+    const auto& n = c.nodes[static_cast<std::size_t>(i)];
+    if (n.server_only == dedicated)
+      f.servers.push_back(server_cost{i, link_cost{n.nic.latency, inverse(n.nic_bandwidth())}, !dedicated});
+  }
+  return f;
+}
+
+// --- collectives on a fabric -------------------------------------------------------------------
+namespace detail {
+[[nodiscard]] constexpr int flows_of(topology_kind k, int g) noexcept { return k == topology_kind::halving_doubling ? g : 1; }
+
+// NCCL's multi-node tree: chain inside the node, double binary tree across nodes. `half`:
+// 0 whole all-reduce, 1 reduce-up half, 2 broadcast-down half.
+[[nodiscard]] constexpr double multinode_tree(const fabric& f, double n, int half) noexcept {
+  const double lat = ((f.g - 1) * f.intra.alpha + ceil_log2(f.nodes) * f.inter.alpha) * (half == 0 ? 2.0 : 1.0);
+  const double chain = f.g > 1 ? 2.0 * n * f.intra.beta : 0.0;
+  const double net = tree_bandwidth_factor(f.nodes) * n * f.inter.beta;
+  const double bw = std::max(chain, net) * (half == 0 ? 1.0 : 0.5);
+  const double red = half == 2 ? 0.0 : tree_reduce_factor(f.p) * n * f.gamma;
+  return lat + bw + red;
+}
+}  // namespace detail
+
+[[nodiscard]] constexpr double all_reduce(const fabric& f, const topology_value& t, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  if (t.kind == topology_kind::hierarchical)
+    return hierarchical_all_reduce(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
+  if (f.nodes <= 1) return all_reduce(t.kind, f.p, n, f.intra, f.gamma);
+  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 0);
+  return all_reduce(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)), f.gamma);
+}
+[[nodiscard]] constexpr double reduce_scatter(const fabric& f, const topology_value& t, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  if (t.kind == topology_kind::hierarchical)
+    return hierarchical_reduce_scatter(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
+  if (f.nodes <= 1) return reduce_scatter(t.kind, f.p, n, f.intra, f.gamma);
+  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 1);
+  return reduce_scatter(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)), f.gamma);
+}
+[[nodiscard]] constexpr double all_gather(const fabric& f, const topology_value& t, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  if (t.kind == topology_kind::hierarchical) return hierarchical_all_gather(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow());
+  if (f.nodes <= 1) return all_gather(t.kind, f.p, n, f.intra);
+  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 2);
+  return all_gather(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)));
+}
+// Sparse gradients (architecture all_gather): every rank gathers every other rank's `n`
+// bytes of touched rows — a ring all-gather of p x n bytes, (p-1) n bytes in per rank — and
+// sums the (p-1) n gathered bytes locally.
+[[nodiscard]] constexpr double sparse_all_gather(const fabric& f, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  const link_cost l = f.nodes <= 1 ? f.intra : f.flat(1);
+  return ring_all_gather(f.p, f.p * n, l.alpha, l.beta) + (f.p - 1) * n * f.gamma;
+}
+
+// The all-reduce lower bound on this fabric (see the header comment).
+[[nodiscard]] constexpr double lower_bound(const fabric& f, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  const double rank = f.g > 1 ? all_reduce_lower_bound(f.p, n, f.intra.beta) : 0.0;
+  const double node = f.nodes > 1 ? all_reduce_lower_bound(f.nodes, n, f.inter.beta) : 0.0;
+  return std::max(rank, node);
+}
+// How long a lane-0 collective of n bytes keeps every node's NICs busy: the node-level cut of
+// the all-reduce bound (0 on one node). Shared with parameter-server traffic (estimate.hpp, 8).
+[[nodiscard]] constexpr double nic_occupancy(const fabric& f, double n) noexcept {
+  return f.nodes > 1 ? all_reduce_lower_bound(f.nodes, n, f.inter.beta) : 0.0;
+}
+// The same for a sparse all-gather: the other nodes' (N-1)/N of p x n bytes come in through the NICs.
+[[nodiscard]] constexpr double sparse_all_gather_nic_occupancy(const fabric& f, double n) noexcept {
+  return f.nodes > 1 ? (f.nodes - 1.0) / f.nodes * f.p * n * f.inter.beta : 0.0;
+}
+// The sparse all-gather's bound: (p-1) n bytes into every rank through its own link.
+[[nodiscard]] constexpr double sparse_all_gather_lower_bound(const fabric& f, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  return (f.p - 1) * n * (f.g > 1 ? f.intra.beta : f.inter.beta);
+}
+
+}  // namespace autosync::cost
