@@ -2,9 +2,11 @@
 #include <autosync/cost/collectives.hpp>
 #include <autosync/cost/estimate.hpp>
 #include <autosync/cost/fabric.hpp>
+#include <autosync/strategy/items.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -265,5 +267,52 @@ TEST_CASE("law: fusion helps latency-bound tiny tensors") {
     const double capped = estimate(m, c, uniform_strategy(m, g)).iteration;
     CHECK(fused < unfused);
     CHECK(capped < unfused);
+  }
+}
+
+TEST_CASE("law: co-located parameter servers never beat the node-level cut") {
+  // With a server on every worker node (no server_only nodes), node k's NICs carry its own
+  // pushes and pulls of the other servers' bytes plus the pushes into and pulls out of its own
+  // server. For one bucket of X bytes with B_k on node k's server and local replication that
+  // is (X - B_k) + (N-1) B_k = X + (N-2) B_k each way; the busiest node has B_k >= X/N, hence
+  // >= 2(N-1)/N X: what a ring all-reduce moves through every node (fabric's lower_bound).
+  // Without local replication every term is c = g times larger. Uniform nodes, so beta_inter
+  // is every node's. The spread: even<N, 0> shards, placed load_balanced (even), round_robin
+  // or hashed (uneven: the law holds for every spread).
+  for (int trial = 0; trial < 400; ++trial) {
+    const int N = uniform_int(2, 8);
+    auto c = random_cluster(N, uniform_int(1, 8), log_uniform(1e10, 3e11), log_uniform(1e9, 5e10));
+    for (auto& n : c.nodes) {
+      n.nics = c.nodes[0].nics;
+      n.nic.latency = c.nodes[0].nic.latency;
+    }
+    REQUIRE(c.uniform());
+    auto m = random_model(uniform_int(1, 20), 1 << 22);
+    for (auto& t : m.tensors) t.shape[0] = std::max<std::int64_t>(t.shape[0], N);  // N shards each
+    group_desc g;
+    g.architecture = architecture_kind::parameter_server;
+    g.partitioner = partitioner_value{partitioner_kind::even, N, 0, 0};
+    const placement_kind placements[] = {placement_kind::load_balanced, placement_kind::round_robin, placement_kind::hashed};
+    g.placement = placement_value{placements[uniform_int(0, 2)], 0};
+    g.replication = uniform_int(0, 3) ? replication_kind::local : replication_kind::none;
+    g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+    g.schedule = static_cast<schedule_kind>(uniform_int(0, 1));
+    const auto s = uniform_strategy(m, g);
+    s.validate(m, c);
+    double X = 0.0;
+    for (const auto& it : expand(m, c, s)) X += static_cast<double>(it.wire_bytes);
+    const auto f = make_fabric(c);
+    const auto p = estimate(m, c, s);
+    const double ready = p.forward + p.backward;  // the one bucket is ready with the last gradient
+    const double cut = all_reduce_lower_bound(N, X, f.inter.beta);
+    CAPTURE(trial);
+    CAPTURE(N);
+    CAPTURE(f.g);
+    CAPTURE(X);
+    CAPTURE(static_cast<int>(g.placement.kind));
+    CAPTURE(static_cast<int>(g.replication));
+    CHECK(p.iteration - ready >= cut * (1 - 1e-12));
+    CHECK(p.lower_bound - p.forward >= cut * (1 - 1e-12));  // the bound the search prunes on knows it too
+    if (g.replication == replication_kind::none) CHECK(p.iteration - ready >= f.g * cut * (1 - 1e-12));
   }
 }

@@ -64,6 +64,43 @@ constexpr double hierarchical_cost() {
 // One node of 4: hierarchical = ring on 4 ranks: 6 ms + 2 x 3/4 x 16000 x 1e-6 + 3/4 x 16000 x 5e-7 after 5 ms.
 static_assert(near(hierarchical_cost(), 0.005 + 0.006 + 0.024 + 0.006));
 
+// Co-located parameter servers at compile time (tests/unit/cost_estimate.cpp): 4 worker nodes
+// x 2 devices (intra 10 MB/s, no latency; NIC 1 MB/s), a server on each. One tensor of 16000 B
+// ready at 2 ms in 4 shards, one per server, local replication: every node's NICs carry 3
+// pushes in + 3 pulls out for its own server (12 ms) and its push/pull to the 3 others
+// (3 x 4 ms) = 24 ms = 2(N-1)/N X beta, after the 0.6 ms local reduce, then the 0.4 ms
+// broadcast: 2 + 0.6 + 24 + 0.4 = 27 ms.
+constexpr double colocated_ps_cost() {
+  model_spec m;
+  m.name = "one";
+  m.forward_flops = 1e6;
+  tensor t;
+  t.name = "t0";
+  t.shape = {4000};
+  t.backward_flops = 1e6;
+  m.tensors.push_back(t);
+  cluster_spec c;
+  c.name = "4x2";
+  for (int i = 0; i < 4; ++i) {
+    node_spec n;
+    n.name = std::string("n") + static_cast<char>('0' + i);
+    n.devices = 2;
+    n.intra = autosync::link{1e7, 0.0};
+    n.nic = autosync::link{1e6, 0.0};
+    n.device_flops = 1e9;
+    n.reduce_bandwidth = 1e7;
+    c.nodes.push_back(n);
+  }
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  g.partitioner = partitioner_value{partitioner_kind::even, 4, 0, 0};
+  g.placement = placement_value{placement_kind::load_balanced, 0};
+  g.replication = replication_kind::local;
+  g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  return cost::estimate(m, c, uniform_strategy(m, g)).iteration;
+}
+static_assert(near(colocated_ps_cost(), 0.027));
+
 // The formulas themselves.
 static_assert(cost::ring_all_reduce(1, 1e6, 1.0, 1.0, 1.0) == 0.0);
 static_assert(cost::tree_all_reduce(2, 1000.0, 1.0, 0.5, 0.0) == cost::ring_all_reduce(2, 1000.0, 1.0, 0.5, 0.0));

@@ -7,6 +7,7 @@
 // reduce 2 MB/s (gamma 5e-7 s/B): a 2-rank ring all-reduce of S bytes costs
 // 2 alpha + S beta + S/2 gamma = 0.002 + 1.25e-6 S, i.e. 7 ms for one tensor.
 #include <autosync/cost/estimate.hpp>
+#include <autosync/zoo/clusters.hpp>
 
 #include <doctest/doctest.h>
 
@@ -339,4 +340,132 @@ TEST_CASE("groups share lane 0; PS lanes run beside it") {
       seen = true;
     }
   CHECK(seen);
+}
+
+TEST_CASE("parameter server: co-located servers share their node's NICs") {
+  // 4 worker nodes x 2 devices, no server_only node: every node hosts one server. One tensor of
+  // 4000 f32 (X = 16000 B) ready at 2 ms, even<4, 0> -> 4 shards of B = 4000 B, load_balanced
+  // on 4 equal servers -> shard k on server k (node k); local replication; one bucket.
+  const auto m = tiny_model({4000});
+  const auto c = ps_cluster(4, 2, 0);
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  g.partitioner = partitioner_value{partitioner_kind::even, 4, 0, 0};
+  g.placement = placement_value{placement_kind::load_balanced, 0};
+  g.replication = replication_kind::local;
+  g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  const auto f = cost::make_fabric(c);
+  REQUIRE(f.servers.size() == 4);
+  for (int k = 0; k < 4; ++k) CHECK(f.servers[static_cast<std::size_t>(k)].worker == k);
+  // NIC seconds per byte on server 1: its host node 1 takes 3 copies in and 3 out, node 0 one
+  // of each; without local replication 6 and 2 (2 ranks per node)
+  CHECK(cost::ps_nic_unit(f, 1, true, 1) == Approx(3e-6));
+  CHECK(cost::ps_nic_unit(f, 1, true, 0) == Approx(1e-6));
+  CHECK(cost::ps_nic_unit(f, 1, false, 1) == Approx(6e-6));
+  CHECK(cost::ps_nic_unit(f, 1, false, 0) == Approx(2e-6));
+  // Each transfer: local reduce on 2 ranks (Rabenseifner: 4000 x 1e-7 + 2000 x 1e-7) = 0.6 ms,
+  // local broadcast 4000 x 1e-7 = 0.4 ms; copies 4, own 1, remote 3: server 3 x 4000 x 1e-6 =
+  // 12 ms, worker 4000 x 1e-6 = 4 ms. NIC occupancy: the host node 12 ms (3 pushes in, 3 pulls
+  // out), the other three 4 ms each. All four start at 2 ms and push at 2.6 ms:
+  //   s0: NICs [14.6, 6.6, 6.6, 6.6]    ends max(2.6 + 12, 14.6) + 0.4 = 15.0 ms
+  //   s1: NICs [18.6, 18.6, 10.6, 10.6] ends 19.0 ms
+  //   s2: NICs [22.6, 22.6, 22.6, 14.6] ends 23.0 ms
+  //   s3: NICs [26.6, 26.6, 26.6, 26.6] ends 27.0 ms
+  // Every node's NICs: 12 + 3 x 4 = 24 ms = 2(N-1)/N X beta, the ring all-reduce's node cut.
+  // (Before NICs were per node: one 4 ms NIC slot per transfer and a 16 ms server -> 19 ms.)
+  const auto p = run(m, c, uniform_strategy(m, g));
+  REQUIRE(p.events.size() == 4);
+  const double ends[] = {0.015, 0.019, 0.023, 0.027};
+  for (std::size_t k = 0; k < 4; ++k) {
+    CHECK(p.events[k].lane == static_cast<int>(k) + 1);
+    CHECK(p.events[k].bytes == 4000);
+    CHECK(p.events[k].start == Approx(0.002));
+    CHECK(p.events[k].end == Approx(ends[k]));
+  }
+  CHECK(p.iteration == Approx(0.027));
+  CHECK(p.iteration - 0.002 >= cost::nic_occupancy(f, 16000) - 1e-15);  // 24 ms after the bucket is ready
+  // lower bound: forward 1 ms + the busiest node's NIC time 24 ms
+  CHECK(p.lower_bound == Approx(0.025));
+
+  // without local replication: copies = 8 ranks, own 2, remote 6: server 6 x 4000 x 1e-6 =
+  // 24 ms vs own 2 x 4000 x 1e-7 = 0.8 ms over the device links; worker 2 x 4 ms = 8 ms.
+  // NICs: host 24 ms, others 8 ms; no local reduce/broadcast. s0 [2, 26]; s1 NICs [34, 34, 18, 18]
+  // -> 34; s2 -> 42; s3 -> 50 ms: every node 24 + 3 x 8 = 48 ms = 2 x the node cut (2 ranks per node).
+  g.replication = replication_kind::none;
+  const auto q = run(m, c, uniform_strategy(m, g));
+  REQUIRE(q.events.size() == 4);
+  CHECK(q.events[0].end == Approx(0.026));
+  CHECK(q.events[1].end == Approx(0.034));
+  CHECK(q.events[2].end == Approx(0.042));
+  CHECK(q.iteration == Approx(0.050));
+}
+
+TEST_CASE("parameter server: a co-located server on one node moves nothing through the NIC") {
+  // one node of 2 devices (intra alpha 1 ms, beta 1e-6, gamma 5e-7), its own server; 4000 B ready at 2 ms.
+  const auto m = tiny_model({1000});
+  const auto c = one_node();
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  // none: both ranks push and pull over their device links: 2 x 2 x 1 ms + 2 x 4000 x 1e-6 = 12 ms
+  const auto none = run(m, c, uniform_strategy(m, g));
+  CHECK(none.iteration == Approx(0.002 + 0.012));
+  // local: the reduced copy is already there: reduce(2) = min(binomial 1 + 4000 x 1.5e-6,
+  // Rabenseifner 2 + 4 + 1) = 7 ms, broadcast(2) = min(1 + 4, 2 + 4) = 5 ms
+  g.replication = replication_kind::local;
+  const auto local = run(m, c, uniform_strategy(m, g));
+  CHECK(local.iteration == Approx(0.002 + 0.007 + 0.005));
+}
+
+TEST_CASE("parameter server: dedicated CPU servers beat the node cut (autosync-b-ps)") {
+  // BytePS's point, by hand. autosync-b-ps: 4 nodes x 4 T4 (PCIe 10 GB/s, alpha 10/14/0.47 us;
+  // reduce 320/3 GB/s), 50 Gb/s NICs (beta 1.6e-10 s/B, alpha 35 us) + 2 CPU servers at 50 Gb/s.
+  // No compute: both tensors ready at 0. Tensor a, Y = 1e8 B, all-reduced (flat ring, p = 16);
+  // tensor b, Z = 6e7 B, on the servers: even<2> -> B = 3e7 B per server, local replication.
+  //   lane 0:  ring, alpha = max(1.52 us, 35 us), beta = max(1e-10, 1.6e-10):
+  //            30 x 35 us + 2 x 15/16 x 1e8 x 1.6e-10 + 15/16 x 1e8 x 3/320e9 = 31.929 ms;
+  //            NIC occupancy 2 x 3/4 x 1e8 x 1.6e-10 = 24 ms on every node
+  //   PS:      t1 = Rabenseifner reduce on 4: 4 alpha_i + 1.5 x 3e7 x 1e-10 + 0.75 x 3e7 x gamma
+  //            t2 = server 8 x 35 us + 4 x 3e7 x 1.6e-10 = 19.48 ms (worker 70 us + 4.8 ms)
+  //            t3 = scatter-allgather broadcast on 4: 5 alpha_i + 1.5 x 3e7 x 1e-10
+  //            each worker node's NICs: 3e7 x 1.6e-10 = 4.8 ms per server, 9.6 ms in all
+  //   shared NICs (8): 24 + 9.6 = 33.6 ms  > lane 0 and the PS lanes -> iteration 33.6 ms,
+  //   below the node cut of all X = 1.6e8 B: 2 x 3/4 x 1.6e8 x 1.6e-10 = 38.4 ms.
+  model_spec m;
+  m.name = "two";
+  for (const auto& [name, elements] : {std::pair<const char*, std::int64_t>{"a", 25'000'000}, {"b", 15'000'000}}) {
+    tensor t;
+    t.name = name;
+    t.shape = {elements};
+    m.tensors.push_back(t);
+  }
+  strategy_desc s = uniform_strategy(m, all_reduce(unbounded_bytes, unbounded_bytes));
+  group_desc ps;
+  ps.architecture = architecture_kind::parameter_server;
+  ps.partitioner = partitioner_value{partitioner_kind::even, 2, 0, 0};
+  ps.placement = placement_value{placement_kind::load_balanced, 0};
+  ps.replication = replication_kind::local;
+  ps.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  s.groups.push_back(ps);
+  s.assignments[1].group = 1;
+
+  const double beta = 1.0 / 6.25e9, alpha = 35e-6, ai = 10e-6 / 14.0 / 0.47, bi = 1e-10, gamma = 3.0 / 320e9;
+  const auto p = run(m, zoo::make_cluster("autosync-b-ps"), s);
+  REQUIRE(p.events.size() == 3);
+  const double lane0 = 30 * alpha + 2.0 * 15 / 16 * 1e8 * beta + 15.0 / 16 * 1e8 * gamma;
+  const double t1 = 4 * ai + 1.5 * 3e7 * bi + 0.75 * 3e7 * gamma, t2 = 8 * alpha + 4 * 3e7 * beta, t3 = 5 * ai + 1.5 * 3e7 * bi;
+  CHECK(lane0 == Approx(0.031929).epsilon(1e-4));
+  for (const auto& e : p.events) {
+    CHECK(e.start == 0.0);
+    CHECK(e.end == Approx(e.lane == 0 ? lane0 : t1 + t2 + t3));
+  }
+  const double cut = 2.0 * 3 / 4 * 1.6e8 * beta;  // 38.4 ms
+  CHECK(p.iteration == Approx(0.024 + 0.0096));
+  CHECK(p.iteration < 0.9 * cut);
+
+  // The same strategy with the servers co-located (autosync-b: no server nodes; the shards go
+  // to servers 0 and 1 on nodes 0 and 1): node 0's NICs carry lane 0's 24 ms, 3 copies of its
+  // server's shard, 3 x 4.8 ms, and its push to server 1, 4.8 ms: 43.2 ms >= the cut.
+  const auto q = run(m, zoo::make_cluster("autosync-b"), s);
+  CHECK(q.iteration == Approx(0.024 + 4 * 0.0048));
+  CHECK(q.iteration >= cut);
 }

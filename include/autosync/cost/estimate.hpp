@@ -34,41 +34,73 @@
 //                        learns how much a real overlap hides).
 //      all_gather        sparse: every rank gathers the others' S bytes, (p-1) S in per rank
 //      parameter_server  one transfer per (bucket, server) with B = the bucket's bytes on that
-//                        server. copies = nodes with local replication, else p ranks:
-//                          server  = 2 copies alpha_srv + copies B beta_srv
-//                                    (latency x messages + max(in, out) / NIC bandwidth; in = out)
-//                          worker  = max over worker nodes k of 2 c_k alpha_k + c_k B beta_k,
-//                                    c_k = 1 with local replication, else the node's ranks
+//                        server. copies = N nodes with local replication, else p ranks; c_k =
+//                        1 with local replication, else node k's ranks. A dedicated server
+//                        node has a NIC of its own; a co-located server s (a cluster without
+//                        server_only nodes) lives on worker node h = fabric::servers[s].worker
+//                        and shares h's NICs, and h's own c_h copies never cross the network.
+//                          own     = 0 (dedicated) or c_h (co-located)
+//                          remote  = copies - own: the copies through the server's NIC, pushed
+//                                    in and pulled out (NICs are full duplex: in and out overlap)
+//                          server  = max(2 remote alpha_srv + remote B beta_srv,
+//                                        2 own alpha_intra + own B beta_intra)
+//                                    (the second term only without local replication: the host's
+//                                    ranks push and pull over their device links; with it the
+//                                    host's one reduced copy is already there)
+//                          worker  = max over worker nodes k != h of 2 c_k alpha_k + c_k B beta_k
 //                          local   = intra-node reduce before the push + broadcast after the
 //                                    pull on g ranks (cost::reduce / cost::broadcast)
 //                        transfer = local reduce + max(server, worker) + local broadcast.
-//                        Server summation is taken as hidden behind the receive (BytePS);
-//                        a co-located server's own node is counted like any other.
+//                        Server summation is taken as hidden behind the receive (BytePS).
+//                        NIC occupancy of the transfer on worker node k, max(out, in) beta_k:
+//                          k != h   c_k B beta_k        (c_k B out: push; c_k B in: pull)
+//                          k == h   remote B beta_h     (remote B in: pushes; out: pulls)
+//                        With co-located servers a node's NICs carry its own pushes AND the
+//                        pulls its server sends to everyone else. N nodes, local replication,
+//                        a bucket of X bytes spread evenly, B = X/N on each node's server:
+//
+//                          node 0 [s0] ──X/N──> s1, s2, .. s(N-1)    pushes  (N-1) X/N out
+//                                      <──X/N── s1, s2, .. s(N-1)    pulls   (N-1) X/N in
+//                                      <──X/N── nodes 1..N-1 to s0   pushes  (N-1) X/N in
+//                                      ──X/N──> nodes 1..N-1 from s0 pulls   (N-1) X/N out
+//                          per node: 2(N-1)/N X out and in  ->  2(N-1)/N X beta of NIC time,
+//
+//                        exactly a ring all-reduce's node-level cut: co-located servers cannot
+//                        beat an all-reduce on bandwidth, only dedicated ones can (BytePS: each
+//                        worker node then moves X out and X in, X beta < 2(N-1)/N X beta, if
+//                        the servers' NICs keep up: N X / (servers) beta_srv each).
 //    Compression adds encode + decode compute, flops_per_element x elements / device_flops,
 //    as a kind-2 event on the same lane right before the bytes move.
-// 5. Lanes (and 8, the shared NICs): lane 0 is the collective communicator — all_reduce, sharded and all_gather
-//    buckets of every group are serialized on it. Lanes 1..S are the parameter servers: a
-//    server takes one transfer at a time, servers run in parallel. The workers' NICs are a
-//    serial resource beside them: each transfer puts its bandwidth part (max_k c_k B beta_k)
-//    through them after their earlier work, and ends no earlier than that — so many servers
+// 5. Lanes: lane 0 is the collective communicator — all_reduce, sharded and all_gather buckets
+//    of every group are serialized on it. Lanes 1..S are the parameter servers: a server takes
+//    one transfer at a time, servers run in parallel. A job starts at max(ready, its lane free).
+//    Each worker node's NICs are a serial resource beside the PS lanes, nic_free[k]: a transfer
+//    that starts at t pushes at t' = t + compression + local reduce, puts its occupancy
+//    through every node it crosses after that node's earlier work,
+//      nic_free[k] = max(nic_free[k], t') + occupancy_k        (for occupancy_k > 0)
+//    and ends at max(t' + exchange, max_k nic_free[k]) + local broadcast — so many servers
 //    cannot beat the workers' own NICs, while latencies to different servers overlap.
-//    Lane 0 and the PS lanes share the workers' NICs: a lane-0 job occupies each node's NICs
-//    for its node-level cut, 2(N-1)/N n inter.beta (sparse all-gather: (N-1)/N p n
-//    inter.beta), and the iteration ends no earlier than max_j (ready_j + NIC time of the
-//    jobs ready no earlier than j) — so splitting a model between a collective and parameter
-//    servers cannot make the NICs move bytes faster than they can.
-//    A job starts at max(ready, its lane free).
 // 6. Schedule: when a lane frees, it takes among its jobs ready by then the best by key —
 //    priority groups first, lowest forward tensor index of the bucket first (ByteScheduler:
 //    the next forward needs front layers first), then fifo groups in ready order; with none
 //    ready it waits for the next. A busy server holds up no other server's transfers.
-// 7. iteration = forward + max(backward, last lane end - forward); exposed = iteration -
-//    forward - backward; communication = busy time of kinds 0 and 1 summed over lanes;
-//    compression = busy time of kind 2.
+// 7. iteration = forward + max(backward, last lane end - forward, step 8's bound - forward);
+//    exposed = iteration - forward - backward; communication = busy time of kinds 0 and 1
+//    summed over lanes; compression = busy time of kind 2.
 //    lower_bound = forward + max(backward, L) where L = max(sum over lane-0 buckets of their
 //    bandwidth bound (fabric lower_bound / sparse_all_gather_lower_bound), max over servers
-//    of the server-bandwidth part of its transfers). Each term is a busy time that happens
-//    after the forward, so iteration >= lower_bound always; the search prunes on it.
+//    of the server-bandwidth part of its transfers, max over worker nodes k of the NIC time
+//    of all jobs on k (step 8)). Each term is a busy time that happens after the forward, so
+//    iteration >= lower_bound always; the search prunes on it.
+// 8. The shared NICs (when there are PS lanes and N > 1): lane 0 and the PS lanes share each
+//    worker node's NICs. A lane-0 job occupies every node's NICs alike for its node-level cut,
+//    nic_occupancy(fabric, S) = 2(N-1)/N S inter.beta (sparse all-gather: (N-1)/N p S
+//    inter.beta); a PS transfer occupies node k for its occupancy_k of step 4. Then
+//      iteration end >= max over nodes k, max over jobs j of
+//                       (ready_j + sum of occupancy_k over the jobs ready no earlier than j)
+//    (the single-machine bound with release times, node by node) — so splitting a model
+//    between a collective and parameter servers cannot make a node's NICs move bytes faster
+//    than they can. O(jobs x nodes): lane-0 jobs add one common term to every node.
 //
 // `evaluator` precomputes what depends on (model, cluster) and reuses its buffers: use it in
 // loops (one evaluator per thread: its scratch is mutable). It keeps references to the model
@@ -129,6 +161,10 @@ struct context {
   std::vector<std::uint32_t> order;       // backward order: the tensor at each ready position
   std::vector<double> ready_at;           // absolute ready time of each ready position
   std::vector<std::uint32_t> position;    // per tensor: its ready position
+  // PS NIC occupancy per byte (step 4, fabric.hpp ps_nic_unit), [0, W) with local replication,
+  // [W, 2W) without: ps_unit on worker node k for a server it does not host, ps_host_unit[s]
+  // (2 S entries alike) on the node that hosts server s (co-located servers only).
+  std::vector<double> ps_unit, ps_host_unit;
 };
 
 [[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
@@ -148,6 +184,19 @@ struct context {
     x.ready_at[k] = t;
   }
   x.backward = t - x.forward;
+  const auto W = x.fab.workers.size(), S = x.fab.servers.size();
+  x.ps_unit.assign(2 * W, 0.0);
+  x.ps_host_unit.assign(2 * S, 0.0);
+  for (std::size_t k = 0; k < W; ++k) {  // ps_nic_unit on a node that does not host the server
+    x.ps_unit[k] = x.fab.workers[k].nic.beta;
+    x.ps_unit[W + k] = x.fab.workers[k].ranks * x.fab.workers[k].nic.beta;
+  }
+  for (std::size_t sv = 0; sv < S; ++sv) {
+    const int h = x.fab.servers[sv].worker;
+    if (h < 0) continue;
+    x.ps_host_unit[sv] = ps_nic_unit(x.fab, sv, true, static_cast<std::size_t>(h));
+    x.ps_host_unit[S + sv] = ps_nic_unit(x.fab, sv, false, static_cast<std::size_t>(h));
+  }
   return x;
 }
 
@@ -178,7 +227,9 @@ struct workspace {
     std::uint64_t key = 0;
     std::uint32_t bucket = 0, group = 0, ready_pos = 0, head = 0, count = 0;
     int lane = 0;
-    double comp = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0, nic = 0.0;
+    double comp = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    double nic = 0.0;        // lane 0: how long it keeps every worker node's NICs busy (PS: step 4's
+                             // occupancy is bytes x context::ps_unit / ps_host_unit, per node)
     std::int64_t bytes = 0;
   };
   std::vector<job> jobs, sorted;
@@ -189,6 +240,8 @@ struct workspace {
   std::vector<std::size_t> pending_at;
   std::vector<double> queued_at;
   std::vector<double> server_bytes, server_lb, lane_free;
+  std::vector<double> nic_free;            // per worker node: when its NICs are free (5); then step 8's suffix sums
+  std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
 };
@@ -210,22 +263,53 @@ namespace detail {
   return touched * (static_cast<double>(it.elements) / static_cast<double>(rows));
 }
 
-// The transfer of B bytes to server s (see the header comment, step 4).
+// The transfer of B bytes to server s (see the header comment, step 4): its time parts into `j`
+// (t1 local reduce, t2 exchange, t3 local broadcast) and the server's bandwidth part into
+// `server_bw_part`. Its NIC occupancy per worker node is B x fabric.hpp's ps_nic_unit.
 constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local, workspace::job& j, double& server_bw_part) noexcept {
   const auto& srv = f.servers[s];
+  const int h = srv.worker;  // the worker node that hosts s (-1: a dedicated server node)
   const double copies = local ? f.nodes : f.p;
-  server_bw_part = copies * B * srv.nic.beta;
-  const double server = 2.0 * copies * srv.nic.alpha + server_bw_part;
-  double worker = 0.0, nic = 0.0;
-  for (const auto& w : f.workers) {
+  // the host's own copies never cross the network: with local replication its one reduced
+  // copy is already there; without, its ranks push and pull over their own device links
+  const double own = h < 0 ? 0.0 : (local ? 1.0 : f.workers[static_cast<std::size_t>(h)].ranks);
+  const double remote = copies - own;  // copies through the server's NIC, in and out
+  const double net_bw = remote * B * srv.nic.beta;
+  const double own_bw = local ? 0.0 : own * B * f.intra.beta;
+  server_bw_part = std::max(net_bw, own_bw);
+  double server = remote > 0.0 ? 2.0 * remote * srv.nic.alpha + net_bw : 0.0;
+  if (own_bw > 0.0) server = std::max(server, 2.0 * own * f.intra.alpha + own_bw);
+  // every other worker node k: c_k B out (push), c_k B in (pull)
+  double worker = 0.0;
+  for (std::size_t k = 0; k < f.workers.size(); ++k) {
+    if (static_cast<int>(k) == h) continue;
+    const auto& w = f.workers[k];
     const double c = local ? 1.0 : w.ranks;
     worker = std::max(worker, 2.0 * c * w.nic.alpha + c * B * w.nic.beta);
-    nic = std::max(nic, c * B * w.nic.beta);
   }
   j.t1 = local && f.g > 1 ? reduce(f.g, B, f.intra.alpha, f.intra.beta, f.gamma) : 0.0;
   j.t2 = std::max(server, worker);
   j.t3 = local && f.g > 1 ? broadcast(f.g, B, f.intra.alpha, f.intra.beta) : 0.0;
-  j.nic = nic;  // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
+  // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
+}
+
+// Calls visit(k, o) for every worker node k that PS transfer j crosses, with its NIC occupancy
+// o > 0 there (step 4): o = bytes x ps_unit[k], on the node hosting the server bytes x
+// ps_host_unit (skipped when 0: one node hosting everything). A valid cluster's NICs have
+// bandwidth > 0, so every other node's o is > 0.
+template <class Visit>
+constexpr void for_each_occupancy(const context& x, const workspace& ws, const workspace::job& j, Visit&& visit) {
+  const auto W = x.fab.workers.size(), S = x.fab.servers.size();
+  const auto sv = static_cast<std::size_t>(j.lane - 1);
+  const bool local = ws.groups[j.group].local;
+  const double B = static_cast<double>(j.bytes);
+  const double* unit = x.ps_unit.data() + (local ? 0 : W);
+  const int h = x.fab.servers[sv].worker;
+  const std::size_t hk = h < 0 ? W : static_cast<std::size_t>(h);
+  for (std::size_t k = 0; k < hk; ++k) visit(k, B * unit[k]);
+  if (hk == W) return;
+  if (const double o = B * x.ps_host_unit[(local ? 0 : S) + sv]; o > 0.0) visit(hk, o);
+  for (std::size_t k = hk + 1; k < W; ++k) visit(k, B * unit[k]);
 }
 
 // The core: items (in ws.items) -> prediction. `out_buckets` (optional) receives the buckets.
@@ -270,7 +354,8 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
   ws.server_bytes.assign(S, 0.0);
   ws.server_lb.assign(S, 0.0);
   ws.touched.clear();
-  double lane0_lb = 0.0;
+  const auto W = f.workers.size();
+  double lane0_lb = 0.0, lane0_nic = 0.0;
   std::uint32_t nbuckets = 0;
 
   auto close = [&](std::uint32_t gi) {
@@ -331,6 +416,7 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
           j.nic = nic_occupancy(f, S_);
           break;
       }
+      lane0_nic += j.nic;
       ws.jobs.push_back(j);
     }
     ob = workspace::open_bucket{};
@@ -453,9 +539,9 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
   }
 
   // PS lanes: each server has its own queue and takes, when free, its best ready transfer
-  // (ties between servers: the earlier start, then the key). The workers' NICs are one more
-  // serial resource beside them: a transfer's bytes (its bandwidth part) go through the NICs
-  // after the NICs' earlier work, and the transfer ends no earlier than that.
+  // (ties between servers: the earlier start, then the key). Each worker node's NICs are one
+  // more serial resource beside them: a transfer's bytes through node k (its occupancy there)
+  // go after that node's earlier work, and the transfer ends no earlier than the last node.
   if (S > 0) {
     if (ws.pending.size() < S) ws.pending.resize(S);
     if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
@@ -471,7 +557,8 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
         ws.pending[static_cast<std::size_t>(ws.sorted[q].lane - 1)].push_back(q);
         ++count;
       }
-    double nic_free = 0.0;
+    ws.nic_free.assign(W, 0.0);
+    ws.nic_sum.assign(W, 0.0);
     for (std::uint32_t done = 0; done < count; ++done) {
       std::size_t best = S;
       double best_start = 0.0;
@@ -503,33 +590,59 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
       const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
       const auto& j = ws.sorted[pick];
       const double pushed = best_start + j.comp + j.t1;  // after the local reduce
-      nic_free = std::max(nic_free, pushed) + j.nic;
-      commit(pick, best_start, std::max(pushed + j.t2, nic_free) + j.t3, true);
+      double nic_end = pushed + j.t2;
+      double* nic_free = ws.nic_free.data();
+      double* nic_sum = ws.nic_sum.data();
+      for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
+        const double done_k = std::max(nic_free[k], pushed) + o;
+        nic_free[k] = done_k;
+        nic_sum[k] += o;
+        nic_end = std::max(nic_end, done_k);
+      });
+      commit(pick, best_start, nic_end + j.t3, true);
     }
   }
 
-  // 8. The workers' NICs are shared by lane 0 and the PS lanes: whatever the lanes do, the
-  // NICs move every job's bytes one after another, and no job's bytes move before it is ready.
-  // Completion >= max over jobs j of (ready_j + NIC time of all jobs ready no earlier than j):
-  // the single-machine bound with release times. ws.sorted is in ready order.
+  // 8. Each worker node's NICs are shared by lane 0 and the PS lanes: whatever the lanes do,
+  // node k's NICs move every job's bytes through k one after another, and no job's bytes move
+  // before it is ready. Completion >= max over k and jobs j of (ready_j + occupancy of node k
+  // by the jobs ready no earlier than j): the single-machine bound with release times, per
+  // node. Each lane alone already meets it (the PS lanes through nic_free, lane 0 because a
+  // collective lasts at least its node-level cut), so the pass runs only when both have NIC
+  // work. ws.sorted is in ready order. A lane-0 job occupies every node alike (j.nic), so the
+  // suffix sums are kept as lane0 (common to all nodes) + suffix[k] (PS transfers), and
+  // top = max_k suffix[k] (never decreases): O(1) per lane-0 job, O(nodes) per transfer.
+  double nic_bound = 0.0;  // the busiest node's NIC time, all jobs (for the lower bound)
   if (f.nodes > 1 && S > 0) {
-    double suffix = 0.0;
-    for (std::uint32_t q = n; q-- > 0;) {
-      suffix += ws.sorted[q].nic;
-      last_end = std::max(last_end, ws.sorted[q].ready + suffix);
+    double ps_top = 0.0;
+    for (double v : ws.nic_sum) ps_top = std::max(ps_top, v);  // nic_sum: filled by the PS lanes
+    nic_bound = lane0_nic + ps_top;
+    if (lane0_nic > 0.0 && ps_top > 0.0) {
+      auto& suffix = ws.nic_free;  // free again: the PS lanes are done with it
+      suffix.assign(W, 0.0);
+      double lane0 = 0.0, top = 0.0;
+      for (std::uint32_t q = n; q-- > 0;) {
+        const auto& j = ws.sorted[q];
+        if (j.lane == 0) {
+          lane0 += j.nic;
+        } else {
+          double* suf = suffix.data();
+          for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
+            const double v = suf[k] + o;
+            suf[k] = v;
+            top = std::max(top, v);
+          });
+        }
+        last_end = std::max(last_end, j.ready + lane0 + top);
+      }
     }
   }
 
   const double compute_end = r.forward + r.backward;
   r.iteration = std::max(compute_end, last_end);
   r.exposed = r.iteration - compute_end;
-  double lb = lane0_lb;
+  double lb = std::max(lane0_lb, nic_bound);  // the shared NICs (8) move every job's bytes after the forward
   for (double v : ws.server_lb) lb = std::max(lb, v);
-  if (f.nodes > 1 && S > 0) {  // the shared NICs (8) move every job's bytes after the forward
-    double nic_total = 0.0;
-    for (const auto& j : ws.sorted) nic_total += j.nic;
-    lb = std::max(lb, nic_total);
-  }
   r.lower_bound = r.forward + std::max(r.backward, lb);
 
   if (out_buckets) {

@@ -12,7 +12,10 @@
 // Heterogeneous clusters: a collective runs at the pace of its slowest member, so the
 // collective numbers take the slowest node (smallest bandwidth, largest latency, slowest
 // device, slowest reduction) — one slow NIC bounds every ring through it. Parameter-server
-// costs keep per-node numbers (`servers`, `workers`), since each server is its own lane.
+// costs keep per-node numbers (`servers`, `workers`), since each server is its own lane and
+// each worker node's NICs are their own resource. A co-located server (a cluster without
+// server_only nodes: every worker node serves) names the worker node it shares NICs with
+// (`server_cost::worker`), so the cost model charges its traffic to that node's NICs.
 //
 // Which link a collective sees (all_reduce / reduce_scatter / all_gather below):
 //
@@ -60,6 +63,8 @@ struct server_cost {
   int node = 0;             // index into cluster.nodes
   link_cost nic{};          // alpha NIC latency, beta 1 / (NIC bandwidth x NICs)
   bool colocated = false;   // a worker node that also serves (no dedicated servers in the cluster)
+  int worker = -1;          // co-located: the index into `fabric::workers` of the node it shares
+                            // (its NIC carries both; estimate.hpp step 4); dedicated: -1
 };
 // A worker node, for the worker side of parameter-server traffic.
 struct worker_cost {
@@ -137,8 +142,10 @@ struct fabric {
   for (int i = 0; i < static_cast<int>(c.nodes.size()); ++i) {
     const auto& n = c.nodes[static_cast<std::size_t>(i)];
     if (n.server_only == dedicated)
-      f.servers.push_back(server_cost{i, link_cost{n.nic.latency, inverse(n.nic_bandwidth())}, !dedicated});
+      f.servers.push_back(server_cost{i, link_cost{n.nic.latency, inverse(n.nic_bandwidth())}, !dedicated, -1});
   }
+  if (!dedicated)  // every worker node serves: server k is worker k (both in cluster order)
+    for (std::size_t k = 0; k < f.servers.size(); ++k) f.servers[k].worker = static_cast<int>(k);
   return f;
 }
 
@@ -205,6 +212,19 @@ namespace detail {
 // The same for a sparse all-gather: the other nodes' (N-1)/N of p x n bytes come in through the NICs.
 [[nodiscard]] constexpr double sparse_all_gather_nic_occupancy(const fabric& f, double n) noexcept {
   return f.nodes > 1 ? (f.nodes - 1.0) / f.nodes * f.p * n * f.inter.beta : 0.0;
+}
+// How long a parameter-server transfer to server s keeps worker node k's NICs busy, per byte
+// on that server (estimate.hpp, step 4). NICs are full duplex: max(out, in) x beta_k, and a
+// transfer's out and in are equal on every node:
+//   node k hosts s (co-located)   (copies - own) beta_k   pushes in from, pulls out to the others
+//   any other worker node         c_k beta_k              its c_k pushes out, c_k pulls in
+// copies = N nodes with local replication, else p ranks; c_k (and own, on the host) = 1 with
+// local replication, else node k's ranks: the host's own copies never cross its NICs.
+[[nodiscard]] constexpr double ps_nic_unit(const fabric& f, std::size_t s, bool local, std::size_t k) noexcept {
+  const auto& w = f.workers[k];
+  const double c = local ? 1.0 : static_cast<double>(w.ranks);
+  if (f.servers[s].worker != static_cast<int>(k)) return c * w.nic.beta;
+  return ((local ? f.nodes : f.p) - c) * w.nic.beta;
 }
 // The sparse all-gather's bound: (p-1) n bytes into every rank through its own link.
 [[nodiscard]] constexpr double sparse_all_gather_lower_bound(const fabric& f, double n) noexcept {
