@@ -1,0 +1,601 @@
+// autosync/exec/mpi/backend.hpp — the MPI (CPU) backend (DESIGN.md §8). Needs <mpi.h>: build
+// with the CMake target autosync::mpi (OpenMPI 4.1 in CI).
+//
+//   int main(int argc, char** argv) {
+//     autosync::exec::mpi_session mpi(argc, argv);           // MPI_Init_thread / MPI_Finalize
+//     auto c = autosync::exec::comms<autosync::exec::mpi_backend>::make(
+//         autosync::exec::mpi_backend::world(), /*ranks_per_node=*/4);
+//     autosync::exec::all_reduce(c, grad.data(), grad.size(), autosync::dtype::f32,
+//                                autosync::topo::ring::value);
+//   }
+//
+// mpi_backend wraps one communicator: world() and split() own theirs (freed on destruction),
+// wrap() borrows one. Every operation is posted non-blocking (MPI_Isend, MPI_Iallreduce, ...)
+// and completed by polling MPI_Testall against a deadline of timeout() seconds (default 60,
+// the environment variable AUTOSYNC_TIMEOUT_S overrides it), so a dead or stuck peer becomes
+//
+//   autosync::error("rank 3", "mpi recv on rank 0 timed out after 60 s waiting for rank 3 ...")
+//
+// The field names the rank waited for (point-to-point) or, for a collective (where MPI cannot
+// tell who is missing), the rank that gave up. After a timeout:
+//   - a receive that never matched is cancelled: the backend stays usable (barrier and go on);
+//   - a send or a collective cannot be withdrawn (MPI cannot cancel either reliably). The request
+//     is kept and retired in the background if the peer turns up late (settle() checks); until
+//     then the backend is marked unusable and every further operation throws. The buffer of such
+//     an operation stays in use by MPI until then, and destroying the backend leaves its
+//     communicator to MPI_Finalize; the usual reaction is abort().
+// Polling spins briefly and then sleeps with a growing back-off (up to 100 us) so that
+// oversubscribed ranks leave the CPU to the peer they are waiting for.
+//
+// dtypes: f32/f64/i32/i64 map to MPI's types and MPI_SUM; f16 and bf16 travel as MPI_UINT16_T
+// and are summed by user-defined MPI_Ops (in f32, rounded to nearest even, exec/collectives.hpp).
+// Counts above max_count() (INT_MAX by default) are split into several MPI calls.
+//
+// Threads: MPI must provide at least MPI_THREAD_SERIALIZED (the executor calls the backend from
+// its communication thread); mpi_session asks for MPI_THREAD_MULTIPLE and refuses less than
+// SERIALIZED with an error that says what the library provided.
+#pragma once
+
+#include <autosync/error.hpp>
+#include <autosync/exec/backend.hpp>
+#include <autosync/exec/collectives.hpp>
+#include <autosync/model.hpp>
+
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1  // the C API only (MPI-2 C++ bindings are deprecated and unused)
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace autosync::exec {
+
+namespace mpi_detail {
+
+[[nodiscard]] inline std::string thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "thread level " + std::to_string(level);
+  }
+}
+
+[[nodiscard]] inline std::string error_string(int code) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(msg, static_cast<std::size_t>(len));
+}
+
+inline void f16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(inout, in, static_cast<std::size_t>(*len), dtype::f16);
+}
+inline void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(inout, in, static_cast<std::size_t>(*len), dtype::bf16);
+}
+
+// The two user-defined sums, created once per process (after MPI_Init), freed by MPI_Finalize.
+struct half_ops {
+  MPI_Op f16 = MPI_OP_NULL, bf16 = MPI_OP_NULL;
+};
+[[nodiscard]] inline const half_ops& ops() {
+  static const half_ops o = [] {
+    half_ops h;
+    if (MPI_Op_create(&f16_sum, 1, &h.f16) != MPI_SUCCESS || MPI_Op_create(&bf16_sum, 1, &h.bf16) != MPI_SUCCESS)
+      throw error("MPI_Op_create", "mpi backend: cannot create the f16/bf16 sum operations");
+    return h;
+  }();
+  return o;
+}
+
+[[nodiscard]] inline MPI_Datatype type_of(dtype t) noexcept {
+  switch (t) {
+    case dtype::f32: return MPI_FLOAT;
+    case dtype::f64: return MPI_DOUBLE;
+    case dtype::i32: return MPI_INT32_T;
+    case dtype::i64: return MPI_INT64_T;
+    case dtype::f16:
+    case dtype::bf16: return MPI_UINT16_T;
+  }
+  return MPI_BYTE;
+}
+[[nodiscard]] inline MPI_Op sum_of(dtype t) {
+  if (t == dtype::f16) return ops().f16;
+  if (t == dtype::bf16) return ops().bf16;
+  return MPI_SUM;
+}
+
+// AUTOSYNC_TIMEOUT_S, or 60 s.
+[[nodiscard]] inline double default_timeout() {
+  const char* s = std::getenv("AUTOSYNC_TIMEOUT_S");
+  if (s == nullptr || *s == '\0') return 60.0;
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0' || !(v > 0.0) || v > 1e9)
+    throw error("AUTOSYNC_TIMEOUT_S", std::string("'") + s + "' is not a positive number of seconds");
+  return v;
+}
+
+[[nodiscard]] inline std::string seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
+
+}  // namespace mpi_detail
+
+// RAII for MPI_Init_thread / MPI_Finalize. If MPI is already initialized the session only
+// checks the thread level and leaves finalization to whoever initialized it.
+class mpi_session {
+ public:
+  mpi_session(int& argc, char**& argv, int required = MPI_THREAD_MULTIPLE, int minimum = MPI_THREAD_SERIALIZED)
+      : mpi_session(&argc, &argv, required, minimum) {}
+  explicit mpi_session(int required = MPI_THREAD_MULTIPLE, int minimum = MPI_THREAD_SERIALIZED)
+      : mpi_session(nullptr, nullptr, required, minimum) {}
+  mpi_session(const mpi_session&) = delete;
+  mpi_session& operator=(const mpi_session&) = delete;
+  ~mpi_session() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_ && !finalized) MPI_Finalize();
+  }
+
+  [[nodiscard]] int thread_level() const noexcept { return provided_; }
+  [[nodiscard]] bool owns() const noexcept { return owns_; }
+
+ private:
+  mpi_session(int* argc, char*** argv, int required, int minimum) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) {
+      MPI_Query_thread(&provided_);
+    } else {
+      if (MPI_Init_thread(argc, argv, required, &provided_) != MPI_SUCCESS)
+        throw error("MPI_Init_thread", "mpi_session: MPI_Init_thread failed");
+      owns_ = true;
+    }
+    if (provided_ < minimum) {
+      if (owns_) MPI_Finalize();
+      owns_ = false;
+      throw error("MPI_Init_thread", "mpi_session: the MPI library provides " + mpi_detail::thread_level_name(provided_) +
+                                         ", autosync needs at least " + mpi_detail::thread_level_name(minimum) +
+                                         " (the executor calls MPI from its communication thread)");
+    }
+  }
+  int provided_ = MPI_THREAD_SINGLE;
+  bool owns_ = false;
+};
+
+class mpi_backend {
+ public:
+  mpi_backend() = default;  // empty: valid() == false (what split returns to non-members)
+
+  // A duplicate of MPI_COMM_WORLD, owned. Collective over the world.
+  [[nodiscard]] static mpi_backend world() {
+    const double t = mpi_detail::default_timeout();  // a bad AUTOSYNC_TIMEOUT_S throws before any communication
+    MPI_Comm c = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &c) != MPI_SUCCESS) throw error("MPI_Comm_dup", "mpi_backend::world: cannot duplicate MPI_COMM_WORLD");
+    return mpi_backend(c, true, t);
+  }
+  // Take ownership of `c` (freed on destruction).
+  [[nodiscard]] static mpi_backend adopt(MPI_Comm c) { return mpi_backend(c, true, mpi_detail::default_timeout()); }
+  // Borrow `c` (the caller frees it after the backend is gone). Sets MPI_ERRORS_RETURN on it.
+  [[nodiscard]] static mpi_backend wrap(MPI_Comm c) { return mpi_backend(c, false, mpi_detail::default_timeout()); }
+
+  mpi_backend(const mpi_backend&) = delete;
+  mpi_backend& operator=(const mpi_backend&) = delete;
+  mpi_backend(mpi_backend&& o) noexcept { swap(o); }
+  mpi_backend& operator=(mpi_backend&& o) noexcept {
+    if (this != &o) {
+      mpi_backend tmp(std::move(o));
+      swap(tmp);
+    }
+    return *this;
+  }
+  ~mpi_backend() { release(); }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  [[nodiscard]] bool valid() const noexcept { return comm_ != MPI_COMM_NULL; }
+  [[nodiscard]] MPI_Comm comm() const noexcept { return comm_; }
+  [[nodiscard]] double timeout() const noexcept { return timeout_; }
+  void set_timeout(double s) {
+    if (!(s > 0.0) || s > 1e9) throw error("timeout", "mpi_backend: " + mpi_detail::seconds(s) + " is not a positive number of seconds");
+    timeout_ = s;
+  }
+  // Largest element count handed to one MPI call (larger transfers are split). INT_MAX by default.
+  [[nodiscard]] std::size_t max_count() const noexcept { return max_count_; }
+  void set_max_count(std::size_t c) {
+    if (c == 0 || c > static_cast<std::size_t>(INT_MAX)) throw error("max_count", "mpi_backend: must be in [1, INT_MAX]");
+    max_count_ = c;
+  }
+  // Why the backend refuses operations ("" while usable).
+  [[nodiscard]] const std::string& broken() const noexcept { return broken_; }
+  // Tests the requests that timeouts left behind (a late peer may have completed them); true
+  // when none is left, i.e. the backend is usable again. Every operation does this first.
+  bool settle() noexcept {
+    reap();
+    return broken_.empty();
+  }
+
+  // --- collectives ---------------------------------------------------------------------------
+  void all_reduce(void* buf, std::size_t n, dtype t) {
+    usable("all_reduce");
+    auto* b = static_cast<unsigned char*>(buf);
+    for (std::size_t o = 0; o < n || o == 0; o += max_count_) {
+      const int c = count(n, o);
+      MPI_Request req;
+      check(MPI_Iallreduce(MPI_IN_PLACE, b + o * size_of(t), c, mpi_detail::type_of(t), mpi_detail::sum_of(t), comm_, &req), "all_reduce");
+      wait_collective(req, "all_reduce");
+      if (n == 0) break;
+    }
+  }
+
+  // send holds size()*n elements; this rank's recv gets block rank() summed.
+  void reduce_scatter(const void* send, void* recv, std::size_t n, dtype t) {
+    usable("reduce_scatter");
+    const std::size_t es = size_of(t);
+    if (n <= max_count_) {
+      MPI_Request req;
+      check(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(n), mpi_detail::type_of(t), mpi_detail::sum_of(t), comm_, &req),
+            "reduce_scatter");
+      wait_collective(req, "reduce_scatter");
+      return;
+    }
+    // chunk c of every block, packed so that MPI sees blocks of c elements
+    const auto* s = static_cast<const unsigned char*>(send);
+    std::vector<unsigned char> pack(static_cast<std::size_t>(size_) * max_count_ * es);
+    for (std::size_t o = 0; o < n; o += max_count_) {
+      const std::size_t c = std::min(max_count_, n - o);
+      for (int r = 0; r < size_; ++r)
+        std::memcpy(pack.data() + static_cast<std::size_t>(r) * c * es, s + (static_cast<std::size_t>(r) * n + o) * es, c * es);
+      MPI_Request req;
+      check(MPI_Ireduce_scatter_block(pack.data(), static_cast<unsigned char*>(recv) + o * es, static_cast<int>(c),
+                                      mpi_detail::type_of(t), mpi_detail::sum_of(t), comm_, &req),
+            "reduce_scatter");
+      wait_collective(req, "reduce_scatter");
+    }
+  }
+
+  // recv gets size()*n elements, block r from rank r. send may be recv + rank()*n (in place).
+  void all_gather(const void* send, void* recv, std::size_t n, dtype t) {
+    usable("all_gather");
+    const std::size_t es = size_of(t);
+    auto* rb = static_cast<unsigned char*>(recv);
+    const bool in_place = send == rb + static_cast<std::size_t>(rank_) * n * es;
+    if (n <= max_count_) {
+      MPI_Request req;
+      check(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(n), mpi_detail::type_of(t), recv, static_cast<int>(n),
+                           mpi_detail::type_of(t), comm_, &req),
+            "all_gather");
+      wait_collective(req, "all_gather");
+      return;
+    }
+    std::vector<unsigned char> mine(max_count_ * es), pack(static_cast<std::size_t>(size_) * max_count_ * es);
+    const auto* s = static_cast<const unsigned char*>(send);
+    for (std::size_t o = 0; o < n; o += max_count_) {
+      const std::size_t c = std::min(max_count_, n - o);
+      std::memcpy(mine.data(), s + o * es, c * es);
+      MPI_Request req;
+      check(MPI_Iallgather(mine.data(), static_cast<int>(c), mpi_detail::type_of(t), pack.data(), static_cast<int>(c),
+                           mpi_detail::type_of(t), comm_, &req),
+            "all_gather");
+      wait_collective(req, "all_gather");
+      for (int r = 0; r < size_; ++r)
+        std::memcpy(rb + (static_cast<std::size_t>(r) * n + o) * es, pack.data() + static_cast<std::size_t>(r) * c * es, c * es);
+    }
+  }
+
+  // In place at root; other ranks' buf is left as it was.
+  void reduce(void* buf, std::size_t n, dtype t, int root) {
+    usable("reduce");
+    check_rank(root, "root", "reduce");
+    auto* b = static_cast<unsigned char*>(buf);
+    for (std::size_t o = 0; o < n || o == 0; o += max_count_) {
+      MPI_Request req;
+      unsigned char* p = b + o * size_of(t);
+      check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : p, rank_ == root ? p : nullptr, count(n, o), mpi_detail::type_of(t),
+                        mpi_detail::sum_of(t), root, comm_, &req),
+            "reduce");
+      wait_collective(req, "reduce");
+      if (n == 0) break;
+    }
+  }
+
+  void broadcast(void* buf, std::size_t n, dtype t, int root) {
+    usable("broadcast");
+    check_rank(root, "root", "broadcast");
+    auto* b = static_cast<unsigned char*>(buf);
+    for (std::size_t o = 0; o < n || o == 0; o += max_count_) {
+      MPI_Request req;
+      check(MPI_Ibcast(b + o * size_of(t), count(n, o), mpi_detail::type_of(t), root, comm_, &req), "broadcast");
+      wait_collective(req, "broadcast");
+      if (n == 0) break;
+    }
+  }
+
+  void barrier() {
+    usable("barrier");
+    MPI_Request req;
+    check(MPI_Ibarrier(comm_, &req), "barrier");
+    wait_collective(req, "barrier");
+  }
+
+  // --- point to point ------------------------------------------------------------------------
+  void send(const void* buf, std::size_t n, dtype t, int peer, int tag) {
+    usable("send");
+    check_rank(peer, "peer", "send");
+    check_tag(tag, "send");
+    const auto* b = static_cast<const unsigned char*>(buf);
+    for (std::size_t o = 0; o < n || o == 0; o += max_count_) {
+      MPI_Request req;
+      check(MPI_Isend(b + o * size_of(t), count(n, o), mpi_detail::type_of(t), peer, tag, comm_, &req), "send");
+      pending p[1] = {{req, peer, true}};
+      wait_p2p(p, "send", tag);
+      if (n == 0) break;
+    }
+  }
+
+  void recv(void* buf, std::size_t n, dtype t, int peer, int tag) {
+    usable("recv");
+    check_rank(peer, "peer", "recv");
+    check_tag(tag, "recv");
+    auto* b = static_cast<unsigned char*>(buf);
+    for (std::size_t o = 0; o < n || o == 0; o += max_count_) {
+      MPI_Request req;
+      check(MPI_Irecv(b + o * size_of(t), count(n, o), mpi_detail::type_of(t), peer, tag, comm_, &req), "recv");
+      pending p[1] = {{req, peer, false}};
+      wait_p2p(p, "recv", tag);
+      if (n == 0) break;
+    }
+  }
+
+  // Send sn elements to dst and receive rn elements from src at once (rings: no deadlock).
+  void sendrecv(const void* sbuf, std::size_t sn, int dst, void* rbuf, std::size_t rn, int src, dtype t, int tag) {
+    usable("sendrecv");
+    check_rank(dst, "dst", "sendrecv");
+    check_rank(src, "src", "sendrecv");
+    check_tag(tag, "sendrecv");
+    const std::size_t es = size_of(t);
+    const auto* sb = static_cast<const unsigned char*>(sbuf);
+    auto* rb = static_cast<unsigned char*>(rbuf);
+    // the same number of rounds on both sides: the peer's send count is my receive count
+    const std::size_t rounds = std::max<std::size_t>({1, (sn + max_count_ - 1) / max_count_, (rn + max_count_ - 1) / max_count_});
+    for (std::size_t k = 0; k < rounds; ++k) {
+      const std::size_t o = k * max_count_;
+      pending p[2];
+      std::size_t np = 0;
+      if (o < rn || (k == 0 && rn == 0)) {
+        p[np] = {MPI_REQUEST_NULL, src, false};
+        check(MPI_Irecv(rb + std::min(o, rn) * es, count(rn, o), mpi_detail::type_of(t), src, tag, comm_, &p[np].req), "sendrecv");
+        ++np;
+      }
+      if (o < sn || (k == 0 && sn == 0)) {
+        p[np] = {MPI_REQUEST_NULL, dst, true};
+        check(MPI_Isend(sb + std::min(o, sn) * es, count(sn, o), mpi_detail::type_of(t), dst, tag, comm_, &p[np].req), "sendrecv");
+        ++np;
+      }
+      wait_p2p(std::span(p, np), "sendrecv", tag);
+    }
+  }
+
+  // --- communicators -------------------------------------------------------------------------
+  // Ranks with the same color form a new communicator ordered by key (ties by rank); color < 0:
+  // not a member (returns an empty backend). The colors are exchanged first with a timed
+  // all-gather, so a missing rank is an error, not a hang.
+  [[nodiscard]] mpi_backend split(int color, int key) {
+    usable("split");
+    int mine[2] = {color, key};
+    std::vector<int> all(2 * static_cast<std::size_t>(size_));
+    MPI_Request req;
+    check(MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm_, &req), "split");
+    wait_collective(req, "split");
+    MPI_Comm c = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &c), "split");
+    mpi_backend out;
+    if (c != MPI_COMM_NULL) out = mpi_backend(c, true, timeout_);
+    out.timeout_ = timeout_;
+    out.max_count_ = max_count_;
+    return out;
+  }
+
+  // Ends every rank of the job: a dead or stuck peer.
+  [[noreturn]] void abort(std::string_view why) {
+    std::fprintf(stderr, "autosync: rank %d aborts the job: %.*s\n", rank_, static_cast<int>(why.size()), why.data());
+    std::fflush(stderr);
+    MPI_Abort(valid() ? comm_ : MPI_COMM_WORLD, 1);
+    std::abort();
+  }
+
+ private:
+  struct pending {
+    MPI_Request req = MPI_REQUEST_NULL;
+    int peer = -1;
+    bool is_send = false;
+  };
+  struct zombie {
+    MPI_Request req;
+    bool p2p;
+  };
+
+  mpi_backend(MPI_Comm c, bool owned, double timeout) : comm_(c), owned_(owned), timeout_(timeout) {
+    if (c == MPI_COMM_NULL) throw error("comm", "mpi_backend: MPI_COMM_NULL");
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    int* ub = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag);
+    tag_ub_ = flag && ub ? *ub : 32767;
+  }
+
+  void swap(mpi_backend& o) noexcept {
+    std::swap(comm_, o.comm_);
+    std::swap(owned_, o.owned_);
+    std::swap(rank_, o.rank_);
+    std::swap(size_, o.size_);
+    std::swap(tag_ub_, o.tag_ub_);
+    std::swap(timeout_, o.timeout_);
+    std::swap(max_count_, o.max_count_);
+    std::swap(broken_, o.broken_);
+    std::swap(zombies_, o.zombies_);
+  }
+
+  void release() noexcept {
+    if (comm_ == MPI_COMM_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      reap();
+      if (zombies_.empty() && owned_) MPI_Comm_free(&comm_);
+      // Otherwise a timed-out operation is still pending on the communicator: MPI may progress
+      // it at any later call (a late peer), so the communicator is deliberately left alive (a
+      // pending non-blocking collective may not be freed, and freeing its communicator under it
+      // crashes OpenMPI's progress engine). Finalize or abort ends it.
+    }
+    comm_ = MPI_COMM_NULL;
+    zombies_.clear();
+  }
+
+  [[nodiscard]] int count(std::size_t n, std::size_t o) const noexcept {
+    return static_cast<int>(o >= n ? 0 : std::min(max_count_, n - o));
+  }
+
+  void usable(const char* op) {
+    if (!valid()) throw error("backend", std::string("mpi ") + op + ": this rank is not a member of the communicator (empty backend)");
+    reap();
+    if (!broken_.empty())
+      throw error("rank " + std::to_string(rank_), std::string("mpi ") + op + ": the communicator is unusable after " + broken_);
+  }
+
+  void check(int rc, const char* op) const {
+    if (rc != MPI_SUCCESS)
+      throw error("rank " + std::to_string(rank_), std::string("mpi ") + op + " failed: " + mpi_detail::error_string(rc));
+  }
+  void check_rank(int r, const char* what, const char* op) const {
+    if (r < 0 || r >= size_)
+      throw error(what, std::string("mpi ") + op + ": " + std::to_string(r) + " is not a rank of this communicator of " +
+                            std::to_string(size_));
+  }
+  void check_tag(int tag, const char* op) const {
+    if (tag < 0 || tag > tag_ub_)
+      throw error("tag", std::string("mpi ") + op + ": " + std::to_string(tag) + " is outside [0, " + std::to_string(tag_ub_) + "]");
+  }
+
+  // Retire requests left behind by earlier timeouts that have completed since.
+  void reap() noexcept {
+    for (std::size_t i = 0; i < zombies_.size();) {
+      int done = 0;
+      if (MPI_Test(&zombies_[i].req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+        zombies_.erase(zombies_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (zombies_.empty()) broken_.clear();  // the late peer turned up: the ranks agree again
+  }
+
+  // Poll until `test` says done or the deadline passes. Returns false on timeout.
+  template <class Test>
+  bool poll(Test&& test, double limit) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::duration<double>(limit);
+    for (int spins = 0;; ++spins) {
+      if (test()) return true;
+      if (spins < 32) continue;
+      if (clock::now() > deadline) return false;
+      const int us = std::min(100, 1 << std::min(7, (spins - 32) / 8));
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    }
+  }
+
+  void wait_collective(MPI_Request& req, const char* op) {
+    int rc = MPI_SUCCESS;
+    const bool done = poll(
+        [&] {
+          int flag = 0;
+          rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+          return rc != MPI_SUCCESS || flag != 0;
+        },
+        timeout_);
+    check(rc, op);
+    if (done) return;
+    zombies_.push_back({req, false});
+    broken_ = std::string("a timed-out ") + op;
+    throw error("rank " + std::to_string(rank_), "mpi " + std::string(op) + " on rank " + std::to_string(rank_) + " timed out after " +
+                                                      mpi_detail::seconds(timeout_) + " s waiting for the other " +
+                                                      std::to_string(size_ - 1) + " ranks of its communicator");
+  }
+
+  void wait_p2p(std::span<pending> ps, const char* op, int tag) {
+    int rc = MPI_SUCCESS;
+    auto all_done = [&] {
+      bool all = true;
+      for (auto& p : ps) {
+        if (p.req == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        rc = MPI_Test(&p.req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return true;
+        all = all && flag != 0;
+      }
+      return all;
+    };
+    const bool done = poll(all_done, timeout_);
+    check(rc, op);
+    if (done) return;
+    // Name the first peer still missing (a receive first: that is the one that did not come).
+    int peer = -1;
+    for (auto& p : ps)
+      if (p.req != MPI_REQUEST_NULL && (peer < 0 || !p.is_send)) peer = p.peer;
+    bool stuck_send = false;
+    for (auto& p : ps) {
+      if (p.req == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&p.req);
+      MPI_Request r = p.req;
+      const bool gone = poll(
+          [&] {
+            int flag = 0;
+            return MPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag != 0;
+          },
+          std::min(1.0, timeout_));
+      if (!gone) {
+        zombies_.push_back({r, true});
+        stuck_send = stuck_send || p.is_send;
+        if (!p.is_send) broken_ = std::string("a timed-out ") + op;  // a receive that would not cancel
+      }
+    }
+    if (stuck_send) broken_ = std::string("a timed-out ") + op;
+    throw error("rank " + std::to_string(peer), "mpi " + std::string(op) + " on rank " + std::to_string(rank_) + " timed out after " +
+                                                     mpi_detail::seconds(timeout_) + " s waiting for rank " + std::to_string(peer) +
+                                                     " (tag " + std::to_string(tag) + ")");
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = -1, size_ = 0, tag_ub_ = 32767;
+  double timeout_ = 60.0;
+  std::size_t max_count_ = static_cast<std::size_t>(INT_MAX);
+  std::string broken_;
+  std::vector<zombie> zombies_;
+};
+
+static_assert(Backend<mpi_backend>, "autosync: mpi_backend must satisfy exec::Backend");
+
+}  // namespace autosync::exec

@@ -1,0 +1,497 @@
+// The executor on MPI (run with mpirun -np N, N in 2 3 4 8): random small models (odd sizes,
+// one-element tensors, primes, non-multiples of the rank count, 2-D tensors partitioned along
+// axis 1, sparse embeddings) under random strategies drawn over every architecture x topology
+// x partitioner x placement x replication x fusion cap x schedule x compression, with
+// ranks_per_node 1 and 2, co-located and dedicated servers:
+//   - integer-valued gradients: every bucket (compressed ones too: the values are exact in the
+//     wire formats) gives exactly the reference sum, two iterations in a row, whatever order
+//     each rank calls ready() in;
+//   - real-valued gradients through fp16 / bf16: within compress.hpp's compressed_sum_bound;
+//   - averaging;
+//   - a strategy, a model or a layout that differs on one rank: setup() throws on EVERY rank,
+//     naming the rank and the group, and the ranks go on (no hang);
+//   - argument errors name their field.
+// Every rank computes every rank's gradients (a hash of rank, tensor, element, iteration), so
+// the reference sum needs no communication. Runs on the tests/mpi harness (harness.hpp).
+#include "harness.hpp"
+
+#include <autosync/exec/executor.hpp>
+#include <autosync/exec/mpi/backend.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace autosync;
+using namespace autosync::exec;
+
+namespace {
+
+// CHECK with a printf-style message (the harness' CHECK prints the expression only).
+#define EXPECT(cond, ...)                                                                  \
+  do {                                                                                     \
+    ++::autosync::mpitest::st().checks;                                                    \
+    if (!(cond)) {                                                                         \
+      char autosync_msg_[600];                                                             \
+      std::snprintf(autosync_msg_, sizeof autosync_msg_, __VA_ARGS__);                     \
+      ::autosync::mpitest::fail(__FILE__, __LINE__, std::string("EXPECT(" #cond ") failed: ") + autosync_msg_); \
+    }                                                                                      \
+  } while (0)
+
+// --- models, clusters, strategies -------------------------------------------------------------
+node_spec worker(int devices) {
+  node_spec n;
+  n.devices = devices;
+  n.intra = {1e10, 1e-6};
+  n.nic = {1e9, 1e-5};
+  n.device_flops = 1e12;
+  n.reduce_bandwidth = 1e10;
+  return n;
+}
+
+cluster_spec make_cluster(int nodes, int rpn, int dedicated) {
+  cluster_spec c;
+  c.name = "mpi-test";
+  for (int i = 0; i < nodes; ++i) c.nodes.push_back(worker(rpn));
+  for (int i = 0; i < dedicated; ++i) {
+    node_spec s = worker(0);
+    s.server_only = true;
+    c.nodes.push_back(s);
+  }
+  return c;
+}
+
+bool fits(const group_desc& g, const tensor& t, int split_axis, std::int64_t extent) {
+  const bool dense_arch = g.architecture == architecture_kind::all_reduce || g.architecture == architecture_kind::sharded;
+  if (t.sparse && dense_arch) return false;
+  if (!t.sparse && g.architecture == architecture_kind::all_gather) return false;
+  if (g.partitioner.kind == partitioner_kind::even) {
+    const auto ax = g.partitioner.axis;
+    if (static_cast<std::size_t>(ax) >= t.shape.size()) return false;
+    if (t.sparse && ax != 0) return false;
+    if (split_axis >= 0 && ax != split_axis) return false;
+    const auto d = split_axis >= 0 ? extent : t.shape[static_cast<std::size_t>(ax)];
+    if (g.partitioner.shards > d) return false;
+  }
+  if (g.partitioner.kind == partitioner_kind::by_bytes && split_axis > 0) return false;
+  return true;
+}
+
+struct random_case {
+  model_spec model;
+  strategy_desc strategy;
+};
+
+// `compressed`: every group compresses (fp16 or bf16) and the tensors are f32/f64 (the bound test).
+random_case random_strategy(std::mt19937& rng, int servers, bool compressed) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  random_case rc;
+  rc.model.name = "random";
+  const std::int64_t sizes[] = {1, 2, 3, 5, 7, 13, 17, 31, 64, 100};
+  const dtype types[] = {dtype::f32, dtype::f64, dtype::f16, dtype::bf16};
+  const int T = 1 + pick(8);
+  for (int i = 0; i < T; ++i) {
+    tensor x;
+    x.name = "t" + std::to_string(i);
+    const bool two_d = pick(2) == 0;
+    x.sparse = two_d && pick(4) == 0;
+    x.shape = {sizes[pick(10)]};
+    if (two_d) x.shape.push_back(sizes[pick(10)]);
+    x.type = x.sparse ? dtype::f32 : types[pick(compressed ? 2 : 4)];
+    if (x.sparse) x.sparse_density = 0.5;
+    x.backward_flops = 1e6;
+    rc.model.tensors.push_back(x);
+  }
+  auto& s = rc.strategy;
+  s.name = "random";
+  const std::uint64_t caps[] = {0, 16, 100, 1000, unbounded_bytes};
+  const int G = 1 + pick(4);
+  for (int gi = 0; gi < G; ++gi) {
+    group_desc g;
+    g.architecture = static_cast<architecture_kind>(pick(4));
+    switch (pick(3)) {
+      case 0: break;
+      case 1: g.partitioner = {partitioner_kind::even, 1 + pick(3), pick(2), 0}; break;
+      default: g.partitioner = {partitioner_kind::by_bytes, 1, 0, static_cast<std::uint64_t>(8 + pick(200))}; break;
+    }
+    g.placement = {static_cast<placement_kind>(pick(4)), pick(servers)};
+    g.replication = static_cast<replication_kind>(pick(2));
+    if (g.architecture == architecture_kind::all_reduce || g.architecture == architecture_kind::sharded) {
+      const auto k = static_cast<topology_kind>(pick(4));
+      g.topology = {k};
+      if (k == topology_kind::hierarchical) g.topology = {k, static_cast<topology_kind>(pick(3)), static_cast<topology_kind>(pick(3))};
+      if (g.architecture == architecture_kind::sharded) {
+        if (g.topology.kind == topology_kind::tree) g.topology.kind = topology_kind::halving_doubling;
+        if (g.topology.kind == topology_kind::hierarchical && g.topology.intra == topology_kind::tree) g.topology.intra = topology_kind::ring;
+      }
+    }
+    g.compression = compressed ? static_cast<compression_id>(1 + pick(2)) : static_cast<compression_id>(pick(3));
+    g.fusion.cap_bytes = caps[pick(5)];
+    g.fusion.first_cap_bytes = pick(2) == 0 ? g.fusion.cap_bytes : std::min<std::uint64_t>(g.fusion.cap_bytes, 40);
+    g.schedule = static_cast<schedule_kind>(pick(2));
+    s.groups.push_back(g);
+  }
+  auto group_for = [&](const tensor& t, int split_axis, std::int64_t extent) {
+    std::vector<int> ok;
+    for (int gi = 0; gi < static_cast<int>(s.groups.size()); ++gi)
+      if (fits(s.groups[static_cast<std::size_t>(gi)], t, split_axis, extent)) ok.push_back(gi);
+    if (!ok.empty()) return ok[static_cast<std::size_t>(pick(static_cast<int>(ok.size())))];
+    group_desc g;
+    if (t.sparse) g.architecture = architecture_kind::parameter_server;
+    if (compressed) g.compression = comp::bf16::value;
+    s.groups.push_back(g);
+    return static_cast<int>(s.groups.size()) - 1;
+  };
+  for (const auto& t : rc.model.tensors) {
+    assignment a;
+    a.tensor = t.name;
+    const int axis = t.sparse ? 0 : pick(static_cast<int>(t.shape.size()));
+    const auto d = t.shape[static_cast<std::size_t>(axis)];
+    if (pick(3) == 0 && d >= 2) {
+      a.split_axis = axis;
+      const auto k = 2 + pick(static_cast<int>(std::min<std::int64_t>(d, 4)) - 1);
+      for (int sh = 0; sh < k; ++sh) {
+        const auto r = even_shard(d, k, sh);
+        a.shard_groups.push_back(group_for(t, axis, r.end - r.begin));
+      }
+    } else {
+      a.group = group_for(t, -1, 0);
+    }
+    s.assignments.push_back(a);
+  }
+  return rc;
+}
+
+// --- gradients ----------------------------------------------------------------------------------
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+std::uint64_t key(std::uint64_t seed, int rank, std::size_t t, std::int64_t e, int iter) {
+  return mix(mix(mix(mix(seed + 1) ^ static_cast<std::uint64_t>(rank)) ^ t) ^ static_cast<std::uint64_t>(e) ^ (static_cast<std::uint64_t>(iter) << 40));
+}
+// Rank `rank`'s gradient element: an integer in [-4, 4] (sparse: zero on untouched rows), or a
+// real value in (-8, 8) when `real`.
+double value(std::uint64_t seed, int rank, const tensor& t, std::size_t ti, std::int64_t e, int iter, bool real) {
+  if (t.sparse) {
+    const auto row = e / t.slice_elements(0);
+    if (key(seed, rank, ti, -1 - row, iter) % 3 == 0) return 0.0;  // untouched row (differs per rank)
+  }
+  const auto k = key(seed, rank, ti, e, iter);
+  if (real) return static_cast<double>(static_cast<float>((static_cast<double>(k >> 11) / 9007199254740992.0 - 0.5) * 16.0));
+  return static_cast<double>(static_cast<int>(k % 9) - 4);
+}
+
+struct buffers {
+  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<gradient> grads;
+};
+
+void store(unsigned char* at, dtype t, double v) {
+  switch (t) {
+    case dtype::f32: { const float f = static_cast<float>(v); std::memcpy(at, &f, 4); break; }
+    case dtype::f64: std::memcpy(at, &v, 8); break;
+    case dtype::f16: { const auto h = to_f16(v); std::memcpy(at, &h, 2); break; }
+    case dtype::bf16: { const auto h = to_bf16(v); std::memcpy(at, &h, 2); break; }
+    default: break;
+  }
+}
+double load(const unsigned char* at, dtype t) {
+  switch (t) {
+    case dtype::f32: { float f; std::memcpy(&f, at, 4); return f; }
+    case dtype::f64: { double d; std::memcpy(&d, at, 8); return d; }
+    case dtype::f16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_f16(h); }
+    case dtype::bf16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_bf16(h); }
+    default: return 0.0;
+  }
+}
+
+buffers fill(const model_spec& m, std::uint64_t seed, int rank, int iter, bool real) {
+  buffers b;
+  for (std::size_t t = 0; t < m.tensors.size(); ++t) {
+    const auto& x = m.tensors[t];
+    const auto n = x.elements();
+    b.bytes.emplace_back(static_cast<std::size_t>(n) * size_of(x.type));
+    for (std::int64_t e = 0; e < n; ++e)
+      store(b.bytes.back().data() + static_cast<std::size_t>(e) * size_of(x.type), x.type, value(seed, rank, x, t, e, iter, real));
+  }
+  for (std::size_t t = 0; t < m.tensors.size(); ++t)
+    b.grads.push_back(gradient{b.bytes[t].data(), m.tensors[t].type, m.tensors[t].elements()});
+  return b;
+}
+
+// Marks every tensor ready: in backward order, or (per rank) shuffled.
+template <class E>
+void backward(E& ex, const model_spec& m, std::mt19937& rng, bool shuffle) {
+  auto order = m.backward_order();
+  if (shuffle) std::shuffle(order.begin(), order.end(), rng);
+  for (auto t : order) ex.ready(t);
+}
+
+using mcomms = comms<mpi_backend>;
+
+// What the random cases exercised (checked at the end: the draws must reach every path).
+struct coverage {
+  int kinds[4] = {}, topologies[4] = {}, compressed = 0, strided = 0, packed = 0, in_place = 0, ps_local = 0,
+      ps_remote_server = 0, priority = 0, dedicated = 0;
+};
+
+// One random case: `iters` iterations, checked against the reference.
+void run_case(mcomms& c, std::uint64_t seed, int dedicated, bool real, bool average, coverage& g_cov) {
+  const int p = c.world.size(), r = c.world.rank(), rpn = c.ranks_per_node;
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));  // the same draws on every rank
+  const auto cl = make_cluster(p / rpn, rpn, dedicated);
+  const auto rc = random_strategy(rng, cl.server_count(), real);
+  const auto pl = compile_plan(rc.model, cl, rc.strategy, layout{p, rpn});
+  executor<mpi_backend> ex(c, rc.model, pl, executor_options{0.0, !real, average});
+  ex.setup();
+  for (const auto& b : pl.buckets) {
+    ++g_cov.kinds[static_cast<int>(b.kind)];
+    if (b.kind == step_kind::all_reduce || b.kind == step_kind::sharded) ++g_cov.topologies[static_cast<int>(b.topology.kind)];
+    g_cov.compressed += b.compressed;
+    g_cov.in_place += b.in_place();
+    g_cov.packed += !b.in_place();
+    for (const auto& sg : b.segments) g_cov.strided += !sg.contiguous();
+    g_cov.ps_local += b.local;
+    g_cov.ps_remote_server += b.server_rank > 0;
+  }
+  g_cov.priority += pl.any_priority;
+  g_cov.dedicated += dedicated > 0;
+  std::mt19937 local(static_cast<std::uint32_t>(seed * 31 + static_cast<std::uint64_t>(r)));  // differs per rank
+  const int iters = real ? 1 : 2;
+  for (int it = 0; it < iters; ++it) {
+    auto b = fill(rc.model, seed, r, it, real);
+    ex.begin_iteration(std::span<const gradient>(b.grads));
+    backward(ex, rc.model, local, local() % 2 == 0);
+    const auto timing = ex.finish();
+    EXPECT(timing.buckets == pl.buckets.size(), "seed %llu: %zu buckets run, plan has %zu", (unsigned long long)seed, timing.buckets,
+           pl.buckets.size());
+    EXPECT(timing.sync >= 0.0 && timing.exposed >= 0.0 && timing.total >= timing.exposed, "seed %llu: timing", (unsigned long long)seed);
+    EXPECT(pl.any_priority == (timing.rounds > 0), "seed %llu: rounds %zu", (unsigned long long)seed, timing.rounds);
+    // the wire dtype of each tensor element (for the bound)
+    for (std::size_t t = 0; t < rc.model.tensors.size(); ++t) {
+      const auto& x = rc.model.tensors[t];
+      std::vector<std::int8_t> wire(static_cast<std::size_t>(x.elements()), -1);
+      for (auto bi : pl.feeds[t])
+        for (const auto& sg : pl.buckets[bi].segments)
+          if (sg.tensor == t)
+            for (std::int64_t k = 0; k < sg.blocks; ++k)
+              for (std::int64_t e = 0; e < sg.block; ++e)
+                wire[static_cast<std::size_t>(sg.offset + k * sg.stride + e)] =
+                    pl.buckets[bi].compressed ? static_cast<std::int8_t>(pl.buckets[bi].wire) : -1;
+      int reported = 0;
+      for (std::int64_t e = 0; e < x.elements(); ++e) {
+        double sum = 0.0, sum_abs = 0.0;
+        for (int q = 0; q < p; ++q) {
+          const double v = value(seed, q, x, t, e, it, real);
+          sum += v;
+          sum_abs += std::fabs(v);
+        }
+        const double got = load(b.bytes[t].data() + static_cast<std::size_t>(e) * size_of(x.type), x.type);
+        double want = average ? sum / p : sum;
+        double tol = 0.0;
+        if (average) tol = 1e-6 * std::fabs(want) + (x.type == dtype::f16 || x.type == dtype::bf16 ? 0.01 * std::fabs(want) : 0.0);
+        const auto w = wire[static_cast<std::size_t>(e)];
+        if (real && w >= 0) {
+          tol = compressed_sum_bound(static_cast<dtype>(w), p, sum_abs);
+          if (average) tol = tol / p + 1e-6 * std::fabs(want);
+        }
+        const bool ok = std::fabs(got - want) <= tol;
+        if (ok || reported++ < 3)  // the first three failures of a tensor are printed
+          EXPECT(ok, "seed %llu rpn %d iter %d tensor %zu (%s %s) element %lld: got %.9g, want %.9g (tol %.3g)",
+                 (unsigned long long)seed, rpn, it, t, x.sparse ? "sparse" : "dense", std::string(name_of(x.type)).c_str(),
+                 (long long)e, got, want, tol);
+      }
+    }
+  }
+}
+
+// Ranks given different strategies: setup() throws on every rank, naming rank and group.
+void check_mismatch(mcomms& c) {
+  const int p = c.world.size(), r = c.world.rank(), rpn = c.ranks_per_node;
+  model_spec m;
+  m.name = "mm";
+  for (int i = 0; i < 5; ++i) {
+    tensor t;
+    t.name = "w" + std::to_string(i);
+    t.shape = {3 + i, 2};
+    m.tensors.push_back(t);
+  }
+  const auto cl = make_cluster(p / rpn, rpn, 0);
+  strategy_desc s;
+  s.name = "four";
+  s.groups.resize(4);
+  s.groups[1].topology = topo::tree::value;
+  s.groups[2].architecture = architecture_kind::parameter_server;
+  s.groups[3].fusion = {unbounded_bytes, unbounded_bytes};
+  for (int i = 0; i < 5; ++i) s.assignments.push_back({"w" + std::to_string(i), i % 4, 0, {}});
+  const int odd = p - 1;  // the rank that differs
+
+  for (int v = 0; v < 4; ++v) {
+    auto ms = s;
+    auto mm = m;
+    std::string expect;
+    switch (v) {
+      case 0:  // group 3's fusion cap differs
+        if (r == odd) ms.groups[3].fusion = {1000, 1000};
+        expect = "strategy mismatch: rank " + std::to_string(odd) + " differs from rank 0 at group 3";
+        break;
+      case 1:  // w1 moved from group 1 to group 2: group 1 differs first
+        if (r == odd) ms.assignments[1].group = 2;
+        expect = "strategy mismatch: rank " + std::to_string(odd) + " differs from rank 0 at group 1";
+        break;
+      case 2:  // one group more, holding w4 (which leaves group 0: group 0 differs first)
+        if (r == odd) {
+          ms.groups.push_back(group_desc{});
+          ms.assignments[4].group = 4;
+        }
+        expect = "strategy mismatch: rank " + std::to_string(odd) + " differs from rank 0 at group 0";
+        break;
+      case 3:  // a model shape differs
+        if (r == odd) mm.tensors[2].shape = {5, 3};
+        expect = "model mismatch: rank " + std::to_string(odd) + " differs from rank 0";
+        break;
+    }
+    const auto pl = compile_plan(mm, cl, ms, layout{p, rpn});
+    executor<mpi_backend> ex(c, mm, pl, {});
+    std::string got = "no error";
+    try {
+      ex.setup();
+    } catch (const autosync::error& e) {
+      got = e.what();
+    }
+    EXPECT(got.find(expect) != std::string::npos, "mismatch variant %d: got \"%s\", want \"%s\"", v, got.c_str(), expect.c_str());
+    c.world.barrier();  // every rank got here: nobody hangs
+  }
+  // identical inputs: no error, and a plain iteration afterwards works
+  const auto pl = compile_plan(m, cl, s, layout{p, rpn});
+  executor<mpi_backend> ex(c, m, pl, {});
+  ex.setup();
+  std::vector<std::vector<float>> g(m.tensors.size());
+  std::vector<gradient> gr;
+  for (std::size_t t = 0; t < m.tensors.size(); ++t) {
+    g[t].assign(static_cast<std::size_t>(m.tensors[t].elements()), static_cast<float>(r + 1));
+    gr.push_back(gradient{g[t].data(), dtype::f32, m.tensors[t].elements()});
+  }
+  ex.begin_iteration(std::span<const gradient>(gr));
+  for (std::size_t t = 0; t < m.tensors.size(); ++t) ex.ready(t);
+  (void)ex.finish();
+  const float want = static_cast<float>(p * (p + 1) / 2);
+  for (const auto& v : g)
+    for (float x : v) EXPECT(x == want, "after the handshake: got %g want %g", x, want);
+}
+
+// Argument errors name their field (no communication involved).
+void check_errors(mcomms& c) {
+  const int p = c.world.size(), rpn = c.ranks_per_node;
+  model_spec m;
+  m.name = "err";
+  tensor t;
+  t.name = "x";
+  t.shape = {7};
+  m.tensors.push_back(t);
+  const auto cl = make_cluster(p / rpn, rpn, 0);
+  const auto s = uniform_strategy(m, group_desc{}, "u");
+  const auto pl = compile_plan(m, cl, s, layout{p, rpn});
+  auto field = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const autosync::error& e) {
+      return e.field();
+    }
+    return "no error";
+  };
+  const auto other = compile_plan(m, cl, s, layout{p, p == rpn ? 1 : (p % 2 == 0 && rpn == 1 ? 2 : 1)});
+  if (!(other.ranks == pl.ranks)) EXPECT(field([&] { executor<mpi_backend> e(c, m, other, {}); }) == "comms", "layout check");
+  model_spec m2 = m;
+  m2.tensors[0].shape = {8};
+  EXPECT(field([&] { executor<mpi_backend> e(c, m2, pl, {}); }) == "plan", "model check");
+  executor<mpi_backend> ex(c, m, pl, {});
+  std::vector<float> buf(7, 1.0f);
+  std::vector<gradient> g{gradient{buf.data(), dtype::f32, 7}};
+  EXPECT(field([&] { ex.begin_iteration(std::span<const gradient>(g)); }) == "setup", "begin before setup");
+  ex.setup();
+  std::vector<gradient> bad{gradient{buf.data(), dtype::f32, 6}};
+  EXPECT(field([&] { ex.begin_iteration(std::span<const gradient>(bad)); }) == "grads[0].count", "count");
+  bad[0] = gradient{buf.data(), dtype::f64, 7};
+  EXPECT(field([&] { ex.begin_iteration(std::span<const gradient>(bad)); }) == "grads[0].type", "type");
+  EXPECT(field([&] { ex.ready(0); }) == "ready", "ready outside an iteration");
+  EXPECT(field([&] { (void)ex.finish(); }) == "finish", "finish outside an iteration");
+  // the span<span<T>> form
+  std::vector<std::span<float>> spans{std::span<float>(buf)};
+  ex.begin_iteration(std::span<std::span<float>>(spans));
+  EXPECT(field([&] { ex.ready(1); }) == "tensor", "ready of a tensor that does not exist");
+  ex.ready(0);
+  EXPECT(field([&] { ex.ready(0); }) == "tensor", "ready twice");
+  (void)ex.finish();
+  for (float x : buf) EXPECT(x == static_cast<float>(p), "span form sum: %g", x);
+}
+
+int world_size() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  return p;
+}
+
+// Every case runs with ranks_per_node 1 and, when it divides the world, 2.
+template <class F>
+void for_each_layout(F f) {
+  const int p = world_size();
+  for (int rpn : {1, 2}) {
+    if (p % rpn != 0) continue;
+    CONTEXT("ranks_per_node " << rpn);
+    auto c = mcomms::make(mpi_backend::world(), rpn);
+    f(c, rpn);
+  }
+}
+
+// The draws must reach every path they claim to test.
+void check_coverage(const coverage& v, bool real) {
+  for (int k = 0; k < 4; ++k) EXPECT(v.kinds[k] > 0, "no bucket of step kind %s ran", std::string(name_of(static_cast<step_kind>(k))).c_str());
+  for (int k = 0; k < 4; ++k) EXPECT(v.topologies[k] > 0, "no bucket of topology %d ran", k);
+  EXPECT(v.compressed > 0 && v.strided > 0 && v.packed > 0 && v.ps_local > 0 && v.ps_remote_server > 0 && v.priority > 0 &&
+             v.dedicated > 0 && (real || v.in_place > 0),
+         "coverage: compressed %d strided %d packed %d in place %d local %d remote server %d priority %d dedicated %d", v.compressed,
+         v.strided, v.packed, v.in_place, v.ps_local, v.ps_remote_server, v.priority, v.dedicated);
+}
+
+}  // namespace
+
+TEST_CASE("executor: argument errors name their field") {
+  for_each_layout([](mcomms& c, int) { check_errors(c); });
+}
+
+TEST_CASE("executor: a strategy or model that differs on one rank fails setup() on every rank, no hang") {
+  for_each_layout([](mcomms& c, int) { check_mismatch(c); });
+}
+
+TEST_CASE("executor: random strategies, integer gradients: exact sums (two iterations, any ready() order)") {
+  coverage cov;
+  const int n = world_size() >= 8 ? 80 : 120;
+  for_each_layout([&](mcomms& c, int rpn) {
+    for (int k = 0; k < n; ++k) {
+      const std::uint64_t seed = 1000u * static_cast<std::uint64_t>(rpn) + static_cast<std::uint64_t>(k);
+      CONTEXT("seed " << seed);
+      run_case(c, seed, k % 3 == 0 ? 1 + k % 2 : 0, false, k % 5 == 4, cov);  // a third with dedicated servers; some averaged
+    }
+  });
+  check_coverage(cov, false);
+}
+
+TEST_CASE("executor: random strategies, real gradients through fp16/bf16: within compressed_sum_bound") {
+  coverage cov;
+  const int n = world_size() >= 8 ? 30 : 40;
+  for_each_layout([&](mcomms& c, int rpn) {
+    for (int k = 0; k < n; ++k) {
+      const std::uint64_t seed = 5000u + 1000u * static_cast<std::uint64_t>(rpn) + static_cast<std::uint64_t>(k);
+      CONTEXT("seed " << seed);
+      run_case(c, seed, k % 4 == 0 ? 2 : 0, true, k % 3 == 2, cov);
+    }
+  });
+  check_coverage(cov, true);
+}
