@@ -199,37 +199,37 @@ TEST_CASE("double binary tree: NCCL's shape, ranks inner in at most one tree") {
   auto w = mpi_backend::world();
   if (w.rank() != 0) return;  // pure functions: one rank checks them
   // p = 8, tree 0 by hand (the diagram in collectives.hpp)
-  CHECK_EQ(detail::btree(8, 0).parent, -1);
-  CHECK_EQ(detail::btree(8, 0).child[1], 4);
-  CHECK_EQ(detail::btree(8, 4).parent, 0);
-  CHECK(detail::btree(8, 4).child == (std::array<int, 2>{2, 6}));
-  CHECK(detail::btree(8, 6).child == (std::array<int, 2>{5, 7}));
-  CHECK_EQ(detail::btree(8, 7).parent, 6);
-  CHECK_EQ(detail::dtree(8, 7, 1).parent, -1);  // mirrored: 7 is the root of tree 1
-  CHECK_EQ(detail::dtree(8, 3, 1).parent, 7);
-  CHECK_EQ(detail::dtree(5, 1, 1).parent, -1);  // odd p: shifted, 1 is the root of tree 1
+  CHECK_EQ(exec::detail::btree(8, 0).parent, -1);
+  CHECK_EQ(exec::detail::btree(8, 0).child[1], 4);
+  CHECK_EQ(exec::detail::btree(8, 4).parent, 0);
+  CHECK(exec::detail::btree(8, 4).child == (std::array<int, 2>{2, 6}));
+  CHECK(exec::detail::btree(8, 6).child == (std::array<int, 2>{5, 7}));
+  CHECK_EQ(exec::detail::btree(8, 7).parent, 6);
+  CHECK_EQ(exec::detail::dtree(8, 7, 1).parent, -1);  // mirrored: 7 is the root of tree 1
+  CHECK_EQ(exec::detail::dtree(8, 3, 1).parent, 7);
+  CHECK_EQ(exec::detail::dtree(5, 1, 1).parent, -1);  // odd p: shifted, 1 is the root of tree 1
   for (int p = 1; p <= 64; ++p) {
     CONTEXT("p=" << p);
     int inner_both = 0;
     for (int which = 0; which < 2; ++which) {
       int roots = 0;
       for (int r = 0; r < p; ++r) {
-        const auto t = detail::dtree(p, r, which);
+        const auto t = exec::detail::dtree(p, r, which);
         if (t.parent < 0) ++roots;
         else {
-          const auto up = detail::dtree(p, t.parent, which);
+          const auto up = exec::detail::dtree(p, t.parent, which);
           CHECK((up.child[0] == r) != (up.child[1] == r));  // my parent lists me exactly once
         }
         for (int ch : t.child)
-          if (ch >= 0) CHECK_EQ(detail::dtree(p, ch, which).parent, r);
+          if (ch >= 0) CHECK_EQ(exec::detail::dtree(p, ch, which).parent, r);
       }
       CHECK_EQ(roots, 1);
       const int root = which == 0 ? 0 : (p % 2 ? 1 % p : p - 1);
-      CHECK_EQ(static_cast<int>(detail::subtree(p, root, which).size()), p);  // connected
+      CHECK_EQ(static_cast<int>(exec::detail::subtree(p, root, which).size()), p);  // connected
     }
     for (int r = 0; r < p; ++r) {
       auto inner = [&](int which) {
-        const auto t = detail::dtree(p, r, which);
+        const auto t = exec::detail::dtree(p, r, which);
         return t.child[0] >= 0 || t.child[1] >= 0;
       };
       if (inner(0) && inner(1)) ++inner_both;
@@ -239,13 +239,13 @@ TEST_CASE("double binary tree: NCCL's shape, ranks inner in at most one tree") {
     if (p > 2 && p % 2 == 0) CHECK_EQ(inner_both, 0);
     if (p > 2 && p % 2 == 1) {
       CHECK_EQ(inner_both, 1);
-      CHECK(detail::dtree(p, 0, 1).child[0] >= 0 || detail::dtree(p, 0, 1).child[1] >= 0);
+      CHECK(exec::detail::dtree(p, 0, 1).child[0] >= 0 || exec::detail::dtree(p, 0, 1).child[1] >= 0);
     }
     // depth: ceil(lg p) + 1 levels at most
     int depth = 0;
     for (int r = 0; r < p; ++r) {
       int d = 0;
-      for (int u = r; detail::btree(p, u).parent >= 0; u = detail::btree(p, u).parent) ++d;
+      for (int u = r; exec::detail::btree(p, u).parent >= 0; u = exec::detail::btree(p, u).parent) ++d;
       depth = std::max(depth, d);
     }
     CHECK(depth <= static_cast<int>(std::bit_width(static_cast<unsigned>(p))));

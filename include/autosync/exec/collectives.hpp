@@ -74,6 +74,7 @@
 
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
+#include <autosync/exec/compress.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/partitioner.hpp>
 #include <autosync/policy/topology.hpp>
@@ -91,63 +92,13 @@
 
 namespace autosync::exec {
 
-// --- f16 / bf16 <-> f32 (round to nearest even) ----------------------------------------------
-// IEEE binary16: 1 sign, 5 exponent, 10 mantissa bits; subnormals kept, overflow -> inf, NaN
-// stays NaN (quiet). bfloat16: the upper half of an f32, rounded to nearest even.
-[[nodiscard]] constexpr float f16_to_f32(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  std::uint32_t bits = 0;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0u);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {  // subnormal: normalize
-    int e = -1;
-    std::uint32_t m = man;
-    do {
-      ++e;
-      m <<= 1;
-    } while ((m & 0x400u) == 0);
-    bits = sign | static_cast<std::uint32_t>(112 - e) << 23 | ((m & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-[[nodiscard]] constexpr std::uint16_t f32_to_f16(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-  const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u)  // inf or NaN
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
-  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (ax < 0x38800000u) {                                                   // below 2^-14: subnormal or zero
-    if (ax < 0x33000000u) return sign;                                      // below 2^-25: rounds to 0
-    const std::uint32_t e = ax >> 23;                                       // 102..112
-    const std::uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - e;                                   // 14..24
-    std::uint32_t h = m >> shift;
-    const std::uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    if (rest > half || (rest == half && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = ((ax >> 13) - (112u << 10));  // rebias exponent, keep 10 mantissa bits
-  const std::uint32_t rest = ax & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carry may bump the exponent: fine
-  return static_cast<std::uint16_t>(sign | h);
-}
-
-[[nodiscard]] constexpr float bf16_to_f32(std::uint16_t b) noexcept {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
-
-[[nodiscard]] constexpr std::uint16_t f32_to_bf16(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+// --- f16 / bf16 <-> f32 (round to nearest even): the conversions of exec/compress.hpp --------
+// IEEE binary16 with subnormals, overflow -> inf, NaN stays NaN; bfloat16 = the upper half of
+// an f32, rounded to nearest even. Sums of f16/bf16 buffers are computed in f32.
+[[nodiscard]] constexpr float f16_to_f32(std::uint16_t h) noexcept { return from_f16(h); }
+[[nodiscard]] constexpr std::uint16_t f32_to_f16(float f) noexcept { return to_f16(f); }
+[[nodiscard]] constexpr float bf16_to_f32(std::uint16_t b) noexcept { return from_bf16(b); }
+[[nodiscard]] constexpr std::uint16_t f32_to_bf16(float f) noexcept { return to_bf16(f); }
 
 // dst[i] += src[i] for n elements of t (f16/bf16 summed in f32, rounded to nearest even;
 // integers wrap). Unaligned or aliased-by-type buffers are fine (loads go through memcpy).
