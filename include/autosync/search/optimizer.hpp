@@ -22,7 +22,7 @@
 //                  A worse move is accepted with probability exp(-delta / (T x current)); T
 //                  starts at half the median relative increase seen so far (many groups make
 //                  moves small, few make them large) and falls 200-fold per round.
-//     5. finish    descent again from the best point, then a polish that takes equal-time
+//     5. finish    descent again from the best point, then a polish (own small budget) that takes equal-time
 //                  simplifications (identical neighbouring runs merge, overrides rejoin their
 //                  run, unimportant aspects return to defaults).
 //   Pruning with the analytical bounds:
@@ -184,7 +184,7 @@ class searcher {
 
   // Costs c (feasible). Returns +inf when the budget is spent; tracks the incumbent.
   double evaluate(const candidate& c) {
-    if (out_of_budget()) return std::numeric_limits<double>::infinity();
+    if (polishing_ ? polish_out_of_budget() : out_of_budget()) return std::numeric_limits<double>::infinity();
     sp_.materialize(c, scratch_);
     const double t = ev_(scratch_).iteration;
     ++evaluated_;
@@ -549,7 +549,7 @@ class searcher {
   }
   void merge_equal_runs() {
     candidate next;
-    for (std::size_t r = best_.runs.size(); r-- > 1 && !out_of_budget();) {
+    for (std::size_t r = best_.runs.size(); r-- > 1 && !polish_out_of_budget();) {
       if (!(best_.runs[r] == best_.runs[r - 1])) continue;
       next = best_;
       next.starts.erase(next.starts.begin() + static_cast<std::ptrdiff_t>(r));
@@ -557,30 +557,63 @@ class searcher {
       accept_not_worse(next);
     }
   }
+  // The simpler values of each aspect, tried one at a time (a group keeps an aspect only when
+  // it buys time): fifo, no partitioning, no compression, load-balanced placement, no
+  // replication, a ring.
+  template <class Try>
+  void simplify_group(const group_desc& g, Try&& attempt) {
+    const group_desc base = g;
+    auto with = [&](auto&& edit) {
+      group_desc x = base;
+      edit(x);
+      if (!(x == base)) attempt(x);
+    };
+    with([](group_desc& x) { x.schedule = schedule_kind::fifo; });
+    with([](group_desc& x) { x.partitioner = partitioner_value{}; });
+    with([](group_desc& x) { x.compression = group_desc{}.compression; });
+    if (g.architecture == architecture_kind::parameter_server) {
+      with([](group_desc& x) { x.placement = placement_value{placement_kind::load_balanced, 0}; });
+      with([](group_desc& x) { x.replication = replication_kind::none; });
+    } else if (g.architecture != architecture_kind::all_gather) {
+      with([](group_desc& x) { x.topology = topology_value{}; });
+    }
+  }
+  // The polish has a budget of its own beyond max_evaluations (a few evaluations per group), so
+  // a search that spent its budget still returns its simplest form; the wall-clock guard holds.
+  [[nodiscard]] bool polish_out_of_budget() const {
+    if (evaluated_ >= polish_limit_) return true;
+    return o_.time_budget_s > 0.0 && std::chrono::duration<double>(clock::now() - start_).count() >= o_.time_budget_s * 1.1;
+  }
   void polish() {
     phase_ = "polish";
     if (!best_is_flat_) return;
+    polish_limit_ = evaluated_ + 8 * (best_.runs.size() + best_.own.size()) + 16;
+    polishing_ = true;
     merge_equal_runs();
     candidate next;
-    for (std::size_t r = 0; r < best_.runs.size() && !out_of_budget(); ++r) {
-      const auto& g = best_.runs[r];
-      group_desc plain = g;
-      plain.schedule = schedule_kind::fifo;
-      plain.partitioner = partitioner_value{};
-      plain.compression = group_desc{}.compression;
-      if (g.architecture == architecture_kind::parameter_server) plain.placement = placement_value{placement_kind::load_balanced, 0};
-      if (plain == g) continue;
-      next = best_;
-      next.runs[r] = plain;
-      accept_not_worse(next);
-    }
-    for (std::size_t s = 0; s < best_.own.size() && !out_of_budget(); ++s) {
-      if (!best_.own[s] || sp_.slot_sparse(s)) continue;
-      next = best_;
-      next.own[s] = 0;
-      accept_not_worse(next);
+    for (std::size_t r = 0; r < best_.runs.size() && !polish_out_of_budget(); ++r)
+      simplify_group(best_.runs[r], [&](const group_desc& x) {
+        if (polish_out_of_budget()) return;
+        next = best_;
+        next.runs[r] = x;
+        accept_not_worse(next);
+      });
+    for (std::size_t s = 0; s < best_.own.size() && !polish_out_of_budget(); ++s) {
+      if (!best_.own[s]) continue;
+      if (!sp_.slot_sparse(s)) {
+        next = best_;
+        next.own[s] = 0;
+        if (accept_not_worse(next)) continue;
+      }
+      simplify_group(best_.owned[s], [&](const group_desc& x) {
+        if (polish_out_of_budget()) return;
+        next = best_;
+        next.owned[s] = x;
+        accept_not_worse(next);
+      });
     }
     merge_equal_runs();
+    polishing_ = false;
     report(phase_);
   }
 
@@ -620,6 +653,8 @@ class searcher {
   std::string_view phase_ = "seed";
   std::vector<std::size_t> tmp_;
   std::vector<double> uphill_;
+  std::size_t polish_limit_ = 0;
+  bool polishing_ = false;
   double floor_ = 0.0;  // forward + backward: the bound of every strategy  // relative increases of rejected/accepted worse candidates seen so far
 };
 
