@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs the MPI benchmarks of tests/bench in one go and prints their figures side by side:
+#
+#   1. bench_mpi_fused_allreduce   one fused bucket through autosync vs MPI_Allreduce, 1 KiB-256 MiB
+#   2. bench_mpi_models            resnet50 and bert-base: autosync's found strategy vs autosync
+#                                  running the DDP baseline strategy (measured and predicted);
+#                                  writes the model files for step 3
+#   3. ddp_torch.py                PyTorch DDP itself (gloo) on the same tensors
+#   4. a summary: found vs autosync-DDP vs PyTorch DDP per model, with ratios
+#
+# Builds nothing: configure and build first (cmake --build build), then
+#   tests/bench/run-mpi-benchmarks.sh [build-dir]            (default: build)
+# Environment: NP (ranks, default 4), SCALE (model scale for bench_mpi_models, default 0.25),
+# ITERS (default 10), MPIRUN (default mpirun), PYTHON (an interpreter with torch; otherwise the
+# first of python3, /usr/bin/python3 that can import torch.distributed), FUSED_ARGS (extra
+# arguments for bench_mpi_fused_allreduce, e.g. "--max-bytes 16777216").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+np=${NP:-4}
+scale=${SCALE:-0.25}
+iters=${ITERS:-10}
+mpirun_cmd=${MPIRUN:-mpirun}
+
+bin=$build/tests/bench
+for b in bench_mpi_fused_allreduce bench_mpi_models; do
+  if [ ! -x "$bin/$b" ]; then
+    echo "run-mpi-benchmarks: $bin/$b not found: build it first (cmake --build $build; MPI must be found)" >&2
+    exit 2
+  fi
+done
+
+mpi_flags=(--oversubscribe)
+[ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)
+
+python=""
+for c in ${PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import torch.distributed as d; assert d.is_gloo_available()' >/dev/null 2>&1; then
+    python=$c
+    break
+  fi
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== machine: $(nproc) cores, $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg); ranks: $np"
+echo
+echo "== 1. fused-bucket all-reduce (bench_mpi_fused_allreduce)"
+# shellcheck disable=SC2086
+"$mpirun_cmd" "${mpi_flags[@]}" -np "$np" "$bin/bench_mpi_fused_allreduce" ${FUSED_ARGS:-}
+echo
+echo "== 2. zoo models through the executor (bench_mpi_models --scale $scale)"
+"$mpirun_cmd" "${mpi_flags[@]}" -np "$np" "$bin/bench_mpi_models" --scale "$scale" --iters "$iters" --model-out "$tmp/models" \
+  | tee "$tmp/models.txt"
+echo
+echo "== 3. PyTorch DDP (ddp_torch.py)"
+if [ -n "$python" ]; then
+  "$python" "$here/ddp_torch.py" --ranks "$np" --iters "$iters" \
+    --model-json "$tmp/models/resnet50.json" --model-json "$tmp/models/bert-base.json" | tee "$tmp/torch.txt"
+else
+  echo "(skipped: no python3 with torch.distributed + gloo; set PYTHON=...)"
+  : > "$tmp/torch.txt"
+fi
+echo
+echo "== 4. summary: iteration sync time, ms (median, max over ranks; model scale $scale, $np ranks)"
+echo "   found = autosync's searched strategy, ddp = autosync executing the DDP baseline strategy,"
+echo "   torch = PyTorch DDP (gloo) span first bucket launched -> last reduced; ratios > 1: found is faster"
+cat "$tmp/models.txt" "$tmp/torch.txt" | awk '
+  /^result / {
+    m = ""; s = ""; w = ""; sy = ""; pr = ""
+    for (i = 2; i <= NF; ++i) {
+      split($i, kv, "=")
+      if (kv[1] == "model") m = kv[2]
+      else if (kv[1] == "strategy") s = kv[2]
+      else if (kv[1] == "wall_ms") w = kv[2]
+      else if (kv[1] == "sync_ms") sy = kv[2]
+      else if (kv[1] == "predicted_ms") pr = kv[2]
+    }
+    if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+    if (s == "torch-ddp") val[m, s] = sy; else val[m, s] = w
+    if (pr != "") pred[m, s] = pr
+  }
+  function show(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+  function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+  END {
+    printf "%-12s %10s %10s %10s %12s %12s %12s %12s\n", "model", "found", "ddp", "torch", "ddp/found", "torch/found",
+           "torch/ddp", "found/pred"
+    for (k = 1; k <= n; ++k) {
+      m = order[k]
+      f = val[m, "found"]; d = val[m, "ddp"]; t = val[m, "torch-ddp"]
+      printf "%-12s %10s %10s %10s %12s %12s %12s %12s\n", m, show(f), show(d), show(t), ratio(d, f), ratio(t, f), ratio(t, d),
+             ratio(f, pred[m, "found"])
+    }
+  }'
