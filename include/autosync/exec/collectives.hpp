@@ -100,37 +100,69 @@ namespace autosync::exec {
 [[nodiscard]] constexpr float bf16_to_f32(std::uint16_t b) noexcept { return from_bf16(b); }
 [[nodiscard]] constexpr std::uint16_t f32_to_bf16(float f) noexcept { return to_bf16(f); }
 
+namespace detail {
+
+// Elements per chunk of sum_into: two 4 KiB..8 KiB staging arrays stay in L1.
+inline constexpr std::size_t sum_chunk_bytes = 4096;
+
+// dst[i] += src[i] for n elements of T, through whole-chunk memcpy into local arrays: defined
+// for any alignment and any aliasing of the buffers' declared types, and the add loop runs on
+// local arrays of a fixed length, which the compiler vectorizes (even at -O2).
+template <class T>
+inline void add_chunks(unsigned char* d, const unsigned char* s, std::size_t n) noexcept {
+  constexpr std::size_t C = sum_chunk_bytes / sizeof(T);
+  T a[C], b[C];
+  std::size_t i = 0;
+  for (; i + C <= n; i += C) {
+    std::memcpy(a, d + i * sizeof(T), sizeof a);
+    std::memcpy(b, s + i * sizeof(T), sizeof b);
+    for (std::size_t k = 0; k < C; ++k) a[k] += b[k];
+    std::memcpy(d + i * sizeof(T), a, sizeof a);
+  }
+  const std::size_t rest = n - i;
+  if (rest == 0) return;
+  std::memcpy(a, d + i * sizeof(T), rest * sizeof(T));
+  std::memcpy(b, s + i * sizeof(T), rest * sizeof(T));
+  for (std::size_t k = 0; k < rest; ++k) a[k] += b[k];
+  std::memcpy(d + i * sizeof(T), a, rest * sizeof(T));
+}
+
+// The same for 16-bit floats: convert a chunk to f32, add, round back (nearest even).
+template <float (*From)(std::uint16_t), std::uint16_t (*To)(float)>
+inline void add_half_chunks(unsigned char* d, const unsigned char* s, std::size_t n) noexcept {
+  constexpr std::size_t C = sum_chunk_bytes / sizeof(float);
+  std::uint16_t a[C], b[C];
+  float f[C];
+  for (std::size_t i = 0; i < n; i += C) {
+    const std::size_t len = std::min(C, n - i);
+    std::memcpy(a, d + i * 2, len * 2);
+    std::memcpy(b, s + i * 2, len * 2);
+    for (std::size_t k = 0; k < len; ++k) f[k] = From(a[k]);
+    for (std::size_t k = 0; k < len; ++k) f[k] += From(b[k]);
+    for (std::size_t k = 0; k < len; ++k) a[k] = To(f[k]);
+    std::memcpy(d + i * 2, a, len * 2);
+  }
+}
+
+inline float f16_in(std::uint16_t h) noexcept { return from_f16(h); }
+inline std::uint16_t f16_out(float f) noexcept { return to_f16(f); }
+inline float bf16_in(std::uint16_t h) noexcept { return from_bf16(h); }
+inline std::uint16_t bf16_out(float f) noexcept { return to_bf16(f); }
+
+}  // namespace detail
+
 // dst[i] += src[i] for n elements of t (f16/bf16 summed in f32, rounded to nearest even;
 // integers wrap). Unaligned or aliased-by-type buffers are fine (loads go through memcpy).
 inline void sum_into(void* dst, const void* src, std::size_t n, dtype t) noexcept {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  auto loop = [&]<class T, class F>(F add) {
-    for (std::size_t i = 0; i < n; ++i) {
-      T a, b;
-      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a = add(a, b);
-      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-    }
-  };
   switch (t) {
-    case dtype::f32: loop.template operator()<float>([](float a, float b) { return a + b; }); break;
-    case dtype::f64: loop.template operator()<double>([](double a, double b) { return a + b; }); break;
-    case dtype::i32:
-      loop.template operator()<std::uint32_t>([](std::uint32_t a, std::uint32_t b) { return a + b; });
-      break;
-    case dtype::i64:
-      loop.template operator()<std::uint64_t>([](std::uint64_t a, std::uint64_t b) { return a + b; });
-      break;
-    case dtype::f16:
-      loop.template operator()<std::uint16_t>(
-          [](std::uint16_t a, std::uint16_t b) { return f32_to_f16(f16_to_f32(a) + f16_to_f32(b)); });
-      break;
-    case dtype::bf16:
-      loop.template operator()<std::uint16_t>(
-          [](std::uint16_t a, std::uint16_t b) { return f32_to_bf16(bf16_to_f32(a) + bf16_to_f32(b)); });
-      break;
+    case dtype::f32: detail::add_chunks<float>(d, s, n); break;
+    case dtype::f64: detail::add_chunks<double>(d, s, n); break;
+    case dtype::i32: detail::add_chunks<std::uint32_t>(d, s, n); break;  // unsigned: wraps, no UB
+    case dtype::i64: detail::add_chunks<std::uint64_t>(d, s, n); break;
+    case dtype::f16: detail::add_half_chunks<&detail::f16_in, &detail::f16_out>(d, s, n); break;
+    case dtype::bf16: detail::add_half_chunks<&detail::bf16_in, &detail::bf16_out>(d, s, n); break;
   }
 }
 
@@ -146,6 +178,10 @@ template <Backend B>
 struct comms {
   B world, intra, inter;
   int ranks_per_node = 1, node = 0, local = 0, nodes = 1;
+  // Working memory of the collectives below, kept between calls (grown, never shrunk, never
+  // zeroed): `scratch` receives the blocks that are summed or forwarded, `staging` holds the
+  // regrouped vector of hierarchical reduce-scatter / all-gather and the parameter server's sum.
+  std::vector<unsigned char> scratch, staging;
 
   static comms make(B world_, int ranks_per_node_) {
     if (!world_.valid()) throw error("world", "comms::make: the world backend is empty");
@@ -213,6 +249,19 @@ struct view {
 
 inline std::vector<unsigned char> scratch(std::size_t elems, std::size_t es) { return std::vector<unsigned char>(elems * es); }
 
+// Working memory of at least elems * es bytes from a buffer kept between calls: grows (without
+// copying the old contents), never zeroes what it already holds.
+using bytes = std::vector<unsigned char>;
+inline unsigned char* room(bytes& s, std::size_t elems, std::size_t es) {
+  const std::size_t need = elems * es;
+  if (s.size() < need) {
+    s.clear();
+    s.shrink_to_fit();
+    s.resize(need);
+  }
+  return s.data();
+}
+
 // memcpy of `bytes` that tolerates empty ranges (an empty vector's data() may be null).
 inline void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
   if (bytes > 0) std::memcpy(dst, src, bytes);
@@ -222,15 +271,15 @@ inline void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
 
 // ---- ring -----------------------------------------------------------------------------------
 template <Backend B>
-void ring_reduce_scatter(B& x, view v, const block_layout& l) {
+void ring_reduce_scatter(B& x, view v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
-  auto tmp = scratch(l.max_block(), v.es);
+  unsigned char* const tmp = room(work, l.max_block(), v.es);
   const int right = mod(r + 1, p), left = mod(r - 1, p);
   for (int s = 0; s < p - 1; ++s) {
     const int sb = mod(r - s - 1, p), rb = mod(r - s - 2, p);
-    x.sendrecv(v.at(l.begin(sb)), l.size(sb), right, tmp.data(), l.size(rb), left, v.t, tag_ring_rs);
-    sum_into(v.at(l.begin(rb)), tmp.data(), l.size(rb), v.t);
+    x.sendrecv(v.at(l.begin(sb)), l.size(sb), right, tmp, l.size(rb), left, v.t, tag_ring_rs);
+    sum_into(v.at(l.begin(rb)), tmp, l.size(rb), v.t);
   }
 }
 
@@ -261,18 +310,17 @@ struct hd_map {
 
 // Recursive halving among the virtual ranks: vr ends with its own range summed.
 template <Backend B>
-void hd_rs_core(B& x, view v, const block_layout& l, const hd_map& m) {
+void hd_rs_core(B& x, view v, const block_layout& l, const hd_map& m, bytes& work) {
   const int vr = m.virt(x.rank());
   if (vr < 0 || m.p2 == 1) return;
-  std::vector<unsigned char> tmp;
   for (int mask = m.p2 / 2; mask >= 1; mask /= 2) {
     const int lo = vr & ~(2 * mask - 1);
     const int keep = (vr & mask) ? lo + mask : lo, give = (vr & mask) ? lo : lo + mask;
     const std::size_t kb = m.elem(l, keep), ke = m.elem(l, keep + mask);
     const std::size_t gb = m.elem(l, give), ge = m.elem(l, give + mask);
-    if (tmp.size() < (ke - kb) * v.es) tmp.resize((ke - kb) * v.es);
-    x.sendrecv(v.at(gb), ge - gb, m.real(vr ^ mask), tmp.data(), ke - kb, m.real(vr ^ mask), v.t, tag_hd_rs);
-    sum_into(v.at(kb), tmp.data(), ke - kb, v.t);
+    unsigned char* const tmp = room(work, ke - kb, v.es);
+    x.sendrecv(v.at(gb), ge - gb, m.real(vr ^ mask), tmp, ke - kb, m.real(vr ^ mask), v.t, tag_hd_rs);
+    sum_into(v.at(kb), tmp, ke - kb, v.t);
   }
 }
 
@@ -290,7 +338,7 @@ void hd_ag_core(B& x, view v, const block_layout& l, const hd_map& m) {
 }
 
 template <Backend B>
-void hd_reduce_scatter(B& x, view v, const block_layout& l) {
+void hd_reduce_scatter(B& x, view v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const hd_map m(p);
@@ -301,11 +349,11 @@ void hd_reduce_scatter(B& x, view v, const block_layout& l) {
     return;
   }
   if (r < 2 * m.rem) {
-    auto tmp = scratch(n, v.es);
-    x.recv(tmp.data(), n, v.t, r - 1, tag_hd_fold);
-    sum_into(v.base, tmp.data(), n, v.t);
+    unsigned char* const tmp = room(work, n, v.es);
+    x.recv(tmp, n, v.t, r - 1, tag_hd_fold);
+    sum_into(v.base, tmp, n, v.t);
   }
-  hd_rs_core(x, v, l, m);
+  hd_rs_core(x, v, l, m, work);
   if (r < 2 * m.rem) x.send(v.at(l.begin(r - 1)), l.size(r - 1), v.t, r - 1, tag_hd_unfold);
 }
 
@@ -326,7 +374,7 @@ void hd_all_gather(B& x, view v, const block_layout& l) {
 }
 
 template <Backend B>
-void hd_all_reduce(B& x, view v, const block_layout& l) {
+void hd_all_reduce(B& x, view v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const hd_map m(p);
@@ -337,11 +385,11 @@ void hd_all_reduce(B& x, view v, const block_layout& l) {
     return;
   }
   if (r < 2 * m.rem) {
-    auto tmp = scratch(n, v.es);
-    x.recv(tmp.data(), n, v.t, r - 1, tag_hd_fold);
-    sum_into(v.base, tmp.data(), n, v.t);
+    unsigned char* const tmp = room(work, n, v.es);
+    x.recv(tmp, n, v.t, r - 1, tag_hd_fold);
+    sum_into(v.base, tmp, n, v.t);
   }
-  hd_rs_core(x, v, l, m);
+  hd_rs_core(x, v, l, m, work);
   hd_ag_core(x, v, l, m);
   if (r < 2 * m.rem) x.send(v.base, n, v.t, r - 1, tag_hd_unfold);
 }
@@ -406,17 +454,17 @@ inline constexpr std::size_t tree_chunk_bytes = std::size_t{1} << 17;
 
 // Elements [a, b) of v reduced up tree `which` (the root ends with the sum), in chunks.
 template <Backend B>
-void tree_reduce_up(B& x, view v, std::size_t a, std::size_t b, int which) {
+void tree_reduce_up(B& x, view v, std::size_t a, std::size_t b, int which, bytes& work) {
   const tree_links t = dtree(x.size(), x.rank(), which);
   const std::size_t chunk = std::max<std::size_t>(1, tree_chunk_bytes / v.es);
-  std::vector<unsigned char> tmp;
-  if (t.child[0] >= 0 || t.child[1] >= 0) tmp = scratch(std::min(chunk, b - a), v.es);
+  unsigned char* tmp = nullptr;
+  if (t.child[0] >= 0 || t.child[1] >= 0) tmp = room(work, std::min(chunk, b - a), v.es);
   for (std::size_t c = a; c < b; c += chunk) {  // every rank knows [a, b): an empty half sends nothing
     const std::size_t len = std::min(chunk, b - c);
     for (int ch : t.child) {
       if (ch < 0) continue;
-      x.recv(tmp.data(), len, v.t, ch, tag_tree_up + which);
-      sum_into(v.at(c), tmp.data(), len, v.t);
+      x.recv(tmp, len, v.t, ch, tag_tree_up + which);
+      sum_into(v.at(c), tmp, len, v.t);
     }
     if (t.parent >= 0) x.send(v.at(c), len, v.t, t.parent, tag_tree_up + which);
   }
@@ -454,47 +502,45 @@ inline std::size_t total_len(const std::vector<piece>& ps) {
 
 // Root of tree `which` holds [a, b) summed; each rank receives the blocks of its subtree.
 template <Backend B>
-void tree_scatter_down(B& x, view v, const block_layout& l, std::size_t a, std::size_t b, int which) {
+void tree_scatter_down(B& x, view v, const block_layout& l, std::size_t a, std::size_t b, int which, bytes& work) {
   const int p = x.size();
   const tree_links t = dtree(p, x.rank(), which);
-  std::vector<unsigned char> buf;
   if (t.parent >= 0) {
     const auto ps = pieces(l, subtree(p, x.rank(), which), a, b);
-    buf = scratch(total_len(ps), v.es);
-    x.recv(buf.data(), total_len(ps), v.t, t.parent, tag_tree_scatter + which);
+    unsigned char* const buf = room(work, total_len(ps), v.es);
+    x.recv(buf, total_len(ps), v.t, t.parent, tag_tree_scatter + which);
     std::size_t o = 0;
-    for (auto& pc : ps) detail::copy_bytes(v.at(pc.begin), buf.data() + o * v.es, pc.len * v.es), o += pc.len;
+    for (auto& pc : ps) detail::copy_bytes(v.at(pc.begin), buf + o * v.es, pc.len * v.es), o += pc.len;
   }
   for (int ch : t.child) {
     if (ch < 0) continue;
     const auto ps = pieces(l, subtree(p, ch, which), a, b);
-    buf = scratch(total_len(ps), v.es);
+    unsigned char* const buf = room(work, total_len(ps), v.es);
     std::size_t o = 0;
-    for (auto& pc : ps) detail::copy_bytes(buf.data() + o * v.es, v.at(pc.begin), pc.len * v.es), o += pc.len;
-    x.send(buf.data(), o, v.t, ch, tag_tree_scatter + which);
+    for (auto& pc : ps) detail::copy_bytes(buf + o * v.es, v.at(pc.begin), pc.len * v.es), o += pc.len;
+    x.send(buf, o, v.t, ch, tag_tree_scatter + which);
   }
 }
 
 // Each rank holds its block ∩ [a, b); the root of tree `which` ends with all of [a, b).
 template <Backend B>
-void tree_gather_up(B& x, view v, const block_layout& l, std::size_t a, std::size_t b, int which) {
+void tree_gather_up(B& x, view v, const block_layout& l, std::size_t a, std::size_t b, int which, bytes& work) {
   const int p = x.size();
   const tree_links t = dtree(p, x.rank(), which);
-  std::vector<unsigned char> buf;
   for (int ch : t.child) {
     if (ch < 0) continue;
     const auto ps = pieces(l, subtree(p, ch, which), a, b);
-    buf = scratch(total_len(ps), v.es);
-    x.recv(buf.data(), total_len(ps), v.t, ch, tag_tree_gather + which);
+    unsigned char* const buf = room(work, total_len(ps), v.es);
+    x.recv(buf, total_len(ps), v.t, ch, tag_tree_gather + which);
     std::size_t o = 0;
-    for (auto& pc : ps) detail::copy_bytes(v.at(pc.begin), buf.data() + o * v.es, pc.len * v.es), o += pc.len;
+    for (auto& pc : ps) detail::copy_bytes(v.at(pc.begin), buf + o * v.es, pc.len * v.es), o += pc.len;
   }
   if (t.parent >= 0) {
     const auto ps = pieces(l, subtree(p, x.rank(), which), a, b);
-    buf = scratch(total_len(ps), v.es);
+    unsigned char* const buf = room(work, total_len(ps), v.es);
     std::size_t o = 0;
-    for (auto& pc : ps) detail::copy_bytes(buf.data() + o * v.es, v.at(pc.begin), pc.len * v.es), o += pc.len;
-    x.send(buf.data(), o, v.t, t.parent, tag_tree_gather + which);
+    for (auto& pc : ps) detail::copy_bytes(buf + o * v.es, v.at(pc.begin), pc.len * v.es), o += pc.len;
+    x.send(buf, o, v.t, t.parent, tag_tree_gather + which);
   }
 }
 
@@ -505,59 +551,59 @@ void tree_gather_up(B& x, view v, const block_layout& l, std::size_t a, std::siz
 }
 
 template <Backend B>
-void tree_all_reduce(B& x, view v, const block_layout& l) {
+void tree_all_reduce(B& x, view v, const block_layout& l, bytes& work) {
   if (x.size() == 1) return;
   for (int w = 0; w < 2; ++w) {
     auto [a, b] = tree_half(l.total(), w);
-    tree_reduce_up(x, v, a, b, w);
+    tree_reduce_up(x, v, a, b, w, work);
     tree_broadcast_down(x, v, a, b, w);
   }
 }
 template <Backend B>
-void tree_reduce_scatter(B& x, view v, const block_layout& l) {
+void tree_reduce_scatter(B& x, view v, const block_layout& l, bytes& work) {
   if (x.size() == 1) return;
   for (int w = 0; w < 2; ++w) {
     auto [a, b] = tree_half(l.total(), w);
-    tree_reduce_up(x, v, a, b, w);
-    tree_scatter_down(x, v, l, a, b, w);
+    tree_reduce_up(x, v, a, b, w, work);
+    tree_scatter_down(x, v, l, a, b, w, work);
   }
 }
 template <Backend B>
-void tree_all_gather(B& x, view v, const block_layout& l) {
+void tree_all_gather(B& x, view v, const block_layout& l, bytes& work) {
   if (x.size() == 1) return;
   for (int w = 0; w < 2; ++w) {
     auto [a, b] = tree_half(l.total(), w);
-    tree_gather_up(x, v, l, a, b, w);
+    tree_gather_up(x, v, l, a, b, w, work);
     tree_broadcast_down(x, v, a, b, w);
   }
 }
 
 // ---- flat dispatch ----------------------------------------------------------------------------
 template <Backend B>
-void flat_all_reduce(B& x, view v, const block_layout& l, topology_kind k) {
+void flat_all_reduce(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
   switch (k) {
-    case topology_kind::tree: return tree_all_reduce(x, v, l);
-    case topology_kind::halving_doubling: return hd_all_reduce(x, v, l);
+    case topology_kind::tree: return tree_all_reduce(x, v, l, work);
+    case topology_kind::halving_doubling: return hd_all_reduce(x, v, l, work);
     case topology_kind::ring:
     case topology_kind::hierarchical: break;
   }
-  ring_reduce_scatter(x, v, l);
+  ring_reduce_scatter(x, v, l, work);
   ring_all_gather(x, v, l);
 }
 template <Backend B>
-void flat_reduce_scatter(B& x, view v, const block_layout& l, topology_kind k) {
+void flat_reduce_scatter(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
   switch (k) {
-    case topology_kind::tree: return tree_reduce_scatter(x, v, l);
-    case topology_kind::halving_doubling: return hd_reduce_scatter(x, v, l);
+    case topology_kind::tree: return tree_reduce_scatter(x, v, l, work);
+    case topology_kind::halving_doubling: return hd_reduce_scatter(x, v, l, work);
     case topology_kind::ring:
     case topology_kind::hierarchical: break;
   }
-  ring_reduce_scatter(x, v, l);
+  ring_reduce_scatter(x, v, l, work);
 }
 template <Backend B>
-void flat_all_gather(B& x, view v, const block_layout& l, topology_kind k) {
+void flat_all_gather(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
   switch (k) {
-    case topology_kind::tree: return tree_all_gather(x, v, l);
+    case topology_kind::tree: return tree_all_gather(x, v, l, work);
     case topology_kind::halving_doubling: return hd_all_gather(x, v, l);
     case topology_kind::ring:
     case topology_kind::hierarchical: break;
@@ -620,15 +666,15 @@ void all_reduce(comms<B>& c, void* buf, std::size_t n, dtype t, const topology_v
   detail::check_topology(c, topo, "all_reduce");
   const detail::view v(buf, t);
   if (topo.kind != topology_kind::hierarchical) {
-    detail::flat_all_reduce(c.world, v, detail::block_layout::even(n, c.world.size()), topo.kind);
+    detail::flat_all_reduce(c.world, v, detail::block_layout::even(n, c.world.size()), topo.kind, c.scratch);
     return;
   }
   const auto lg = detail::block_layout::even(n, c.intra.size());
   const int l = c.intra.rank();
-  detail::flat_reduce_scatter(c.intra, v, lg, topo.intra);
+  detail::flat_reduce_scatter(c.intra, v, lg, topo.intra, c.scratch);
   const detail::view mine(v.at(lg.begin(l)), t);
-  detail::flat_all_reduce(c.inter, mine, detail::block_layout::even(lg.size(l), c.inter.size()), topo.inter);
-  detail::flat_all_gather(c.intra, v, lg, topo.intra);
+  detail::flat_all_reduce(c.inter, mine, detail::block_layout::even(lg.size(l), c.inter.size()), topo.inter, c.scratch);
+  detail::flat_all_gather(c.intra, v, lg, topo.intra, c.scratch);
 }
 
 // After: world rank r's block (even_shard(n, p, r)) of buf holds the sum; other blocks unspecified.
@@ -639,24 +685,23 @@ void reduce_scatter(comms<B>& c, void* buf, std::size_t n, dtype t, const topolo
   const detail::view v(buf, t);
   const auto lw = detail::block_layout::even(n, c.world.size());
   if (topo.kind != topology_kind::hierarchical) {
-    detail::flat_reduce_scatter(c.world, v, lw, topo.kind);
+    detail::flat_reduce_scatter(c.world, v, lw, topo.kind, c.scratch);
     return;
   }
   const int g = c.intra.size(), nodes = c.inter.size(), l = c.intra.rank(), k = c.inter.rank();
   const auto rg = detail::regroup(lw, g, nodes);
   const bool identity = g == 1 || nodes == 1;  // the regrouped order is the world order
-  std::vector<unsigned char> tmp;
   detail::view w = v;
   if (!identity) {
-    tmp = detail::scratch(n, v.es);
-    w = detail::view(tmp.data(), t);
+    w = detail::view(detail::room(c.staging, n, v.es), t);
     for (std::size_t j = 0; j < rg.order.size(); ++j)
       detail::copy_bytes(w.at(rg.packed.begin(static_cast<int>(j))), v.at(lw.begin(rg.order[j])), lw.size(rg.order[j]) * v.es);
   }
-  detail::flat_reduce_scatter(c.intra, w, rg.intra, topo.intra);
+  detail::flat_reduce_scatter(c.intra, w, rg.intra, topo.intra, c.scratch);
   std::vector<std::size_t> sizes;
   for (int kk = 0; kk < nodes; ++kk) sizes.push_back(lw.size(kk * g + l));
-  detail::flat_reduce_scatter(c.inter, detail::view(w.at(rg.intra.begin(l)), t), detail::block_layout::of_sizes(sizes), topo.inter);
+  detail::flat_reduce_scatter(c.inter, detail::view(w.at(rg.intra.begin(l)), t), detail::block_layout::of_sizes(sizes), topo.inter,
+                              c.scratch);
   if (!identity) {
     const int j = l * nodes + k, r = c.world.rank();
     detail::copy_bytes(v.at(lw.begin(r)), w.at(rg.packed.begin(j)), lw.size(r) * v.es);
@@ -671,24 +716,23 @@ void all_gather(comms<B>& c, void* buf, std::size_t n, dtype t, const topology_v
   const detail::view v(buf, t);
   const auto lw = detail::block_layout::even(n, c.world.size());
   if (topo.kind != topology_kind::hierarchical) {
-    detail::flat_all_gather(c.world, v, lw, topo.kind);
+    detail::flat_all_gather(c.world, v, lw, topo.kind, c.scratch);
     return;
   }
   const int g = c.intra.size(), nodes = c.inter.size(), l = c.intra.rank(), k = c.inter.rank();
   const auto rg = detail::regroup(lw, g, nodes);
   const bool identity = g == 1 || nodes == 1;
-  std::vector<unsigned char> tmp;
   detail::view w = v;
   if (!identity) {
-    tmp = detail::scratch(n, v.es);
-    w = detail::view(tmp.data(), t);
+    w = detail::view(detail::room(c.staging, n, v.es), t);
     const int j = l * nodes + k, r = c.world.rank();
     detail::copy_bytes(w.at(rg.packed.begin(j)), v.at(lw.begin(r)), lw.size(r) * v.es);
   }
   std::vector<std::size_t> sizes;
   for (int kk = 0; kk < nodes; ++kk) sizes.push_back(lw.size(kk * g + l));
-  detail::flat_all_gather(c.inter, detail::view(w.at(rg.intra.begin(l)), t), detail::block_layout::of_sizes(sizes), topo.inter);
-  detail::flat_all_gather(c.intra, w, rg.intra, topo.intra);
+  detail::flat_all_gather(c.inter, detail::view(w.at(rg.intra.begin(l)), t), detail::block_layout::of_sizes(sizes), topo.inter,
+                          c.scratch);
+  detail::flat_all_gather(c.intra, w, rg.intra, topo.intra, c.scratch);
   if (!identity)
     for (std::size_t j = 0; j < rg.order.size(); ++j)
       detail::copy_bytes(v.at(lw.begin(rg.order[j])), w.at(rg.packed.begin(static_cast<int>(j))), lw.size(rg.order[j]) * v.es);
@@ -709,14 +753,14 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
     throw error("server_rank", "ps_push_pull: " + std::to_string(server_rank) + " is not a rank of the " + std::to_string(p) + "-rank world");
   const detail::view v(buf, t);
   if (p == 1) return;
-  std::vector<unsigned char> tmp;
+  unsigned char* tmp = nullptr;
   if (!local_replication) {
     if (r == server_rank) {
-      tmp = detail::scratch(n, v.es);
+      tmp = detail::room(c.scratch, n, v.es);
       for (int q = 0; q < p; ++q) {
         if (q == server_rank) continue;
-        c.world.recv(tmp.data(), n, t, q, detail::tag_ps_push);
-        sum_into(buf, tmp.data(), n, t);
+        c.world.recv(tmp, n, t, q, detail::tag_ps_push);
+        sum_into(buf, tmp, n, t);
       }
       for (int q = 0; q < p; ++q)
         if (q != server_rank) c.world.send(buf, n, t, q, detail::tag_ps_pull);
@@ -731,10 +775,10 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
   const int g = c.ranks_per_node, nodes = c.nodes;
   // 1. the node sums onto its local rank 0 (the leader)
   if (c.local == 0) {
-    if (g > 1) tmp = detail::scratch(n, v.es);
+    if (g > 1) tmp = detail::room(c.scratch, n, v.es);
     for (int l = 1; l < g; ++l) {
-      c.intra.recv(tmp.data(), n, t, l, detail::tag_ps_intra);
-      sum_into(buf, tmp.data(), n, t);
+      c.intra.recv(tmp, n, t, l, detail::tag_ps_intra);
+      sum_into(buf, tmp, n, t);
     }
   } else {
     c.intra.send(buf, n, t, 0, detail::tag_ps_intra);
@@ -742,7 +786,7 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
   // 2. leaders push to the server, 3. the server sends the sum back to the leaders
   const bool server_leads = server_rank % g == 0;
   if (r == server_rank) {
-    if (tmp.empty()) tmp = detail::scratch(n, v.es);
+    if (tmp == nullptr) tmp = detail::room(c.scratch, n, v.es);
     bool first = !server_leads;  // a non-leader server's own part went into its leader's sum
     for (int k = 0; k < nodes; ++k) {
       const int leader = k * g;
@@ -751,8 +795,8 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
         c.world.recv(buf, n, t, leader, detail::tag_ps_push);
         first = false;
       } else {
-        c.world.recv(tmp.data(), n, t, leader, detail::tag_ps_push);
-        sum_into(buf, tmp.data(), n, t);
+        c.world.recv(tmp, n, t, leader, detail::tag_ps_push);
+        sum_into(buf, tmp, n, t);
       }
     }
     for (int k = 0; k < nodes; ++k)

@@ -25,7 +25,9 @@
 //                number of buckets plus the number of ready() calls.
 //
 // A bucket: in place in the user's buffer when it is one contiguous segment and travels
-// uncompressed; otherwise packed into one scratch buffer (one bucket is in flight at a time).
+// uncompressed, or when this iteration's buffers happen to hold its segments back to back in
+// fused order (checked per bucket and iteration); otherwise packed into one scratch buffer (one
+// bucket is in flight at a time).
 // Compressed buckets are encoded with error feedback (exec/compress.hpp: a residual of one
 // double per element, kept per bucket across iterations), summed in the wire dtype, decoded.
 // Sparse buckets (architecture all_gather) run one sparse_all_gather per segment; a row is
@@ -388,6 +390,22 @@ class executor {
                     static_cast<std::size_t>(s.block) * es);
   }
 
+  // The bucket's elements when this iteration's buffers already hold them in fused order, one
+  // contiguous run (tensors allocated back to back, e.g. views into one flat gradient buffer):
+  // the bucket then runs there, in place, like a one-tensor bucket. nullptr: pack and unpack.
+  //   fused:  [ seg 0 | seg 1 | seg 2 ]        user memory:  t0 t1 t2 adjacent, in that order
+  unsigned char* adjacent(const plan_bucket& b) const {
+    if (b.segments.empty()) return nullptr;
+    const std::size_t es = size_of(b.type);
+    const auto& s0 = b.segments[0];
+    const auto base = reinterpret_cast<std::uintptr_t>(tensor_at(s0.tensor, s0.offset)) - static_cast<std::uintptr_t>(s0.fused) * es;
+    for (const auto& s : b.segments) {
+      if (s.blocks != 1 && s.stride != s.block) return nullptr;
+      if (reinterpret_cast<std::uintptr_t>(tensor_at(s.tensor, s.offset)) != base + static_cast<std::uintptr_t>(s.fused) * es) return nullptr;
+    }
+    return tensor_at(s0.tensor, s0.offset) - static_cast<std::size_t>(s0.fused) * es;
+  }
+
   // buf *= factor for n elements of t (floating dtypes; f16/bf16 through f32, rounded to nearest even)
   static void scale(unsigned char* buf, std::size_t n, dtype t, double factor) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -417,8 +435,12 @@ class executor {
     const auto& b = plan_.buckets[bi];
     const auto n = static_cast<std::size_t>(b.elements);
     const int p = comms_->world.size();
-    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : fused_.data();
-    if (!b.in_place()) pack(b, data);
+    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
+    const bool packed = data == nullptr;
+    if (packed) {
+      data = fused_.data();
+      pack(b, data);
+    }
     unsigned char* buf = data;
     dtype t = b.type;
     const double s = b.compressed ? wire_scale(b.wire, p) : 1.0;
@@ -454,7 +476,7 @@ class executor {
     } else if (opt_.average && p > 1) {
       scale(data, n, b.type, factor);
     }
-    if (!b.in_place()) unpack(b, data);
+    if (packed) unpack(b, data);
     timing_.sync += seconds(clock::now() - t0);
     ++timing_.buckets;
   }

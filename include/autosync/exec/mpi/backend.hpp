@@ -24,8 +24,9 @@
 //     then the backend is marked unusable and every further operation throws. The buffer of such
 //     an operation stays in use by MPI until then, and destroying the backend leaves its
 //     communicator to MPI_Finalize; the usual reaction is abort().
-// Polling spins briefly and then sleeps with a growing back-off (up to 100 us) so that
-// oversubscribed ranks leave the CPU to the peer they are waiting for.
+// Polling spins briefly, then yields the CPU between tests (oversubscribed ranks hand the core
+// to the peer they wait for without a timer's latency), and only after 10 ms without progress
+// sleeps with a growing back-off (up to 1 ms).
 //
 // dtypes: f32/f64/i32/i64 map to MPI's types and MPI_SUM; f16 and bf16 travel as MPI_UINT16_T
 // and are summed by user-defined MPI_Ops (in f32, rounded to nearest even, exec/collectives.hpp).
@@ -513,16 +514,32 @@ class mpi_backend {
   }
 
   // Poll until `test` says done or the deadline passes. Returns false on timeout.
+  //   spin      the first tests back to back (a peer on another core answers in microseconds);
+  //   yield     then one test per std::this_thread::yield() for the first 10 ms: with more
+  //             ranks than cores the peer we wait for needs this core, and a yield hands it over
+  //             at once (a sleep would add the timer's slack, ~50-100 us, to every ring step);
+  //   sleep     after 10 ms the wait is a slow or dead peer: sleep with a back-off up to 1 ms.
+  // The deadline is checked on every test after the spin phase.
   template <class Test>
   bool poll(Test&& test, double limit) {
     using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + std::chrono::duration<double>(limit);
-    for (int spins = 0;; ++spins) {
+    constexpr int spin = 64;
+    for (int i = 0; i < spin; ++i)
       if (test()) return true;
-      if (spins < 32) continue;
-      if (clock::now() > deadline) return false;
-      const int us = std::min(100, 1 << std::min(7, (spins - 32) / 8));
-      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    const auto start = clock::now();
+    const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit));
+    const auto patient = start + std::chrono::milliseconds(10);
+    int us = 10;
+    for (;;) {
+      if (test()) return true;
+      const auto now = clock::now();
+      if (now > deadline) return false;
+      if (now < patient) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+        us = std::min(1000, us * 2);
+      }
     }
   }
 
