@@ -6,22 +6,52 @@
 //                     [--out strategy.json] [--emit-header strategy.hpp] [--timeline timeline.svg]
 //   autosync models | clusters
 //   autosync explain strategy.json [--model NAME|FILE] [--cluster NAME|FILE] [--timeline t.svg]
+//   mpirun -np N autosync run --strategy s.json [--model NAME|FILE] [--scale X] [--cluster NAME|FILE]
+//                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
+//                     [--records trials.jsonl] [--seed N]
+//
+// `run` executes a strategy for real on the MPI ranks (exec::executor on exec::mpi_backend):
+//
+//   every rank: load model, cluster (default local-<N>), strategy ─> compile_plan ─> setup()
+//     per iteration: synthetic integer gradients; simulated forward; backward in ready order
+//       (sleep backward_flops / device_flops x compute-scale, then ready(t)); finish()
+//     iteration 1: every rank checks the exact sum of every element (integers: exact in
+//       f32/f64/f16/bf16), a wrong sum stops every rank
+//   rank 0: gathers sync / exposed / iteration time of every rank and iteration, prints the
+//     table and cost::estimate's prediction, appends a trial record (learn/records.hpp)
+//
+// Any failure on any rank (bad file, strategy that does not fit the model, wrong sum, timeout)
+// is agreed on before the ranks go on, so every rank exits with 1 and none hangs. A build
+// without MPI answers `run` with an error (exit 1).
 //
 // Exit codes: 0 success, 1 bad input (unknown name, malformed file: the message names the file,
 // line and field), 2 usage error.
 #include <autosync/cost/estimate.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/io/svg.hpp>
+#include <autosync/learn/records.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/strategy/emit.hpp>
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
+#ifdef AUTOSYNC_HAS_MPI
+#include <autosync/exec/executor.hpp>
+#include <autosync/exec/mpi/backend.hpp>
+#include <mpi.h>
+#endif
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,7 +59,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
+#include <fcntl.h>
 #include <unistd.h>
+
+#ifndef AUTOSYNC_VERSION
+#define AUTOSYNC_VERSION "unknown"  // examples/CMakeLists.txt passes the project version
+#endif
 
 namespace {
 
@@ -220,6 +257,307 @@ int cmd_explain(const common_opts& co, const std::string& file) {
   return 0;
 }
 
+// --- autosync run: execute a strategy on MPI ranks and record what it measured ---------------------
+struct run_opts {
+  std::string strategy, records, model = "bert-large", cluster;  // cluster "": local-<world size>
+  double scale = 1.0, compute_scale = 0.0;
+  int ranks_per_node = 0;  // 0: from the cluster
+  int iters = 10, warmup = 2;
+  std::uint64_t seed = 1;
+};
+
+#ifdef AUTOSYNC_HAS_MPI
+
+using exec::mpi_backend;
+
+std::string compiler_name() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "GCC " __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+learn::environment_info run_environment(int ranks, int thread_level) {
+  learn::environment_info e;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) e.hostname = host;
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  if (MPI_Get_library_version(lib, &len) == MPI_SUCCESS) e.mpi_library.assign(lib, static_cast<std::size_t>(std::max(len, 0)));
+  while (!e.mpi_library.empty() && (std::isspace(static_cast<unsigned char>(e.mpi_library.back())) || e.mpi_library.back() == '\0'))
+    e.mpi_library.pop_back();
+  e.ranks = ranks;
+  e.thread_level = exec::mpi_detail::thread_level_name(thread_level);
+  e.compiler = compiler_name();
+  e.autosync_version = AUTOSYNC_VERSION;
+  e.timestamp = utc_timestamp();
+  return e;
+}
+
+// The synthetic gradients: small integers, so every sum is exact in every wire format (f16
+// holds integers up to 2048, bf16 up to 256: |sum| <= 4 x ranks). Sparse tensors touch a
+// `sparse_density` fraction of their rows; the others stay zero.
+struct synthetic {
+  std::uint64_t seed;
+  [[nodiscard]] int value(int rank, std::size_t t, std::int64_t e, int it) const {
+    const auto h = static_cast<std::uint64_t>(e) * 7 + t * 13 + static_cast<std::uint64_t>(rank) * 5 + static_cast<std::uint64_t>(it) * 3 + seed;
+    return static_cast<int>(h % 9) - 4;
+  }
+  [[nodiscard]] bool touched(const tensor& x, int rank, std::size_t t, std::int64_t row, int it) const {
+    if (!x.sparse) return true;
+    const auto h = static_cast<std::uint64_t>(row) * 2654435761u + t * 40503u + static_cast<std::uint64_t>(rank) * 9973u +
+                   static_cast<std::uint64_t>(it) * 7919u + seed * 104729u;
+    return static_cast<double>(h % 1000003u) < x.sparse_density * 1000003.0;
+  }
+  [[nodiscard]] double element(const tensor& x, int rank, std::size_t t, std::int64_t e, std::int64_t row_len, int it) const {
+    return touched(x, rank, t, e / row_len, it) ? value(rank, t, e, it) : 0;
+  }
+};
+
+void store(void* buf, std::int64_t i, dtype type, double v) {
+  switch (type) {
+    case dtype::f32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case dtype::f64: static_cast<double*>(buf)[i] = v; break;
+    case dtype::f16: static_cast<std::uint16_t*>(buf)[i] = exec::f32_to_f16(static_cast<float>(v)); break;
+    case dtype::bf16: static_cast<std::uint16_t*>(buf)[i] = exec::f32_to_bf16(static_cast<float>(v)); break;
+    case dtype::i32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(v); break;
+    case dtype::i64: static_cast<std::int64_t*>(buf)[i] = static_cast<std::int64_t>(v); break;
+  }
+}
+double load(const void* buf, std::int64_t i, dtype type) {
+  switch (type) {
+    case dtype::f32: return static_cast<const float*>(buf)[i];
+    case dtype::f64: return static_cast<const double*>(buf)[i];
+    case dtype::f16: return exec::f16_to_f32(static_cast<const std::uint16_t*>(buf)[i]);
+    case dtype::bf16: return exec::bf16_to_f32(static_cast<const std::uint16_t*>(buf)[i]);
+    case dtype::i32: return static_cast<const std::int32_t*>(buf)[i];
+    case dtype::i64: return static_cast<double>(static_cast<const std::int64_t*>(buf)[i]);
+  }
+  return 0.0;
+}
+
+// Every rank calls this with its own failure ("" for none). Returns true when no rank failed;
+// otherwise the lowest failing rank prints its message, and every rank returns false.
+bool all_ok(const std::string& failure, int rank) {
+  const int mine = failure.empty() ? INT_MAX : rank;
+  int first = INT_MAX;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == INT_MAX) return true;
+  if (first == rank)
+    std::cerr << ("autosync: error: " + (rank == 0 ? std::string() : "rank " + std::to_string(rank) + ": ") + failure + "\n") << std::flush;
+  return false;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int cmd_run(const run_opts& ro, int& argc, char**& argv) {
+  exec::mpi_session session(argc, argv);
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+
+  // 1. inputs: every rank loads them; any failure stops every rank
+  learn::model_source src;
+  cluster_spec c;
+  strategy_desc s;
+  int rpn = 0;
+  exec::plan pl;
+  std::vector<double> backward_s;  // per tensor: simulated backward compute on this rank
+  double forward_s = 0.0;
+  std::string failure;
+  try {
+    if (ro.iters < 1) throw error("--iters", "must be >= 1, got " + std::to_string(ro.iters));
+    if (ro.warmup < 0) throw error("--warmup", "must be >= 0, got " + std::to_string(ro.warmup));
+    if (!(ro.compute_scale >= 0.0) || !std::isfinite(ro.compute_scale))
+      throw error("--compute-scale", "must be a finite number >= 0");
+    if (looks_like_file(ro.model)) {
+      if (ro.scale != 1.0) throw error("--scale", "applies to zoo models only; '" + ro.model + "' is a file");
+      src = learn::model_source::inline_model(io::load_model_file(ro.model));
+    } else {
+      src = learn::model_source::from_zoo(ro.model, ro.scale);
+    }
+    c = ro.cluster.empty() ? zoo::make_cluster("local-" + std::to_string(p)) : load_cluster(ro.cluster);
+    s = io::load_strategy_file(ro.strategy);
+    try {
+      s.validate(src.spec, c);
+    } catch (const error& e) {
+      throw error("strategy '" + ro.strategy + "' does not fit model '" + src.spec.name + "' on cluster '" + c.name + "': " + e.what());
+    }
+    rpn = ro.ranks_per_node;
+    if (rpn == 0) rpn = c.world_size() == p ? c.max_devices_per_node() : p;
+    if (rpn < 1 || p % rpn != 0)
+      throw error("--ranks-per-node", std::to_string(rpn) + " ranks per node do not divide the " + std::to_string(p) +
+                                          " ranks of this run" + (ro.ranks_per_node == 0 ? " (from the cluster; pass --ranks-per-node)" : ""));
+    pl = exec::compile_plan(src.spec, c, s, exec::layout{p, rpn});
+    // the node this rank stands for: its own when the cluster has exactly these ranks
+    const int node = c.world_size() == p ? c.node_of_rank(rank) : c.node_of_rank(0);
+    const double flops = c.nodes[static_cast<std::size_t>(node)].device_flops;
+    if (ro.compute_scale > 0.0 && !(flops > 0.0))
+      throw error("--compute-scale", "cluster '" + c.name + "' states no device_flops: there is no compute to simulate");
+    const double per_flop = ro.compute_scale > 0.0 ? ro.compute_scale / flops : 0.0;
+    for (const auto& t : src.spec.tensors) backward_s.push_back(t.backward_flops * per_flop);
+    forward_s = src.spec.forward_flops * per_flop;
+    if (rank == 0 && !ro.records.empty()) {  // fail now, not after the run
+      const int fd = ::open(ro.records.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) throw error("--records", "cannot open '" + ro.records + "' to append: " + std::strerror(errno));
+      ::close(fd);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!all_ok(failure, rank)) return 1;
+
+  // 2. the run
+  const auto& m = src.spec;
+  const std::size_t T = m.tensors.size();
+  const int total = ro.warmup + ro.iters;
+  std::vector<double> mine;  // per measured iteration: sync, exposed, iteration
+  std::size_t buckets = 0;
+  try {
+    auto cm = exec::comms<mpi_backend>::make(mpi_backend::world(), rpn);
+    exec::executor<mpi_backend> ex(cm, m, pl, {});
+    ex.setup();
+    buckets = ex.compiled().buckets.size();
+    std::vector<std::vector<unsigned char>> bufs(T);
+    std::vector<exec::gradient> grads(T);
+    std::vector<std::int64_t> row_len(T);
+    for (std::size_t t = 0; t < T; ++t) {
+      const auto& x = m.tensors[t];
+      bufs[t].resize(static_cast<std::size_t>(x.elements()) * size_of(x.type));
+      grads[t] = exec::gradient{bufs[t].data(), x.type, x.elements()};
+      row_len[t] = x.elements() / x.shape[0];
+    }
+    const synthetic gen{ro.seed};
+    const auto order = m.backward_order();
+    using clock = std::chrono::steady_clock;
+    auto until = [](clock::time_point tp) {
+      if (tp > clock::now()) std::this_thread::sleep_until(tp);
+    };
+    auto secs = [](double x) { return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(x)); };
+    for (int it = 0; it < total; ++it) {
+      for (std::size_t t = 0; t < T; ++t)  // fresh gradients every iteration (the last one holds sums)
+        for (std::int64_t e = 0; e < grads[t].count; ++e)
+          store(bufs[t].data(), e, m.tensors[t].type, gen.element(m.tensors[t], rank, t, e, row_len[t], it));
+      const auto t0 = clock::now();
+      auto deadline = t0 + secs(forward_s);
+      until(deadline);
+      ex.begin_iteration(std::span<const exec::gradient>(grads));
+      for (auto t : order) {
+        deadline += secs(backward_s[t]);
+        until(deadline);
+        ex.ready(t);
+      }
+      const auto timing = ex.finish();
+      const double iteration = std::chrono::duration<double>(clock::now() - t0).count();
+      if (it == 0) {  // every rank checks the exact sums; any mismatch fails every rank
+        std::string bad;
+        for (std::size_t t = 0; t < T && bad.empty(); ++t)
+          for (std::int64_t e = 0; e < grads[t].count; ++e) {
+            double want = 0;
+            for (int r = 0; r < p; ++r) want += gen.element(m.tensors[t], r, t, e, row_len[t], it);
+            const double got = load(bufs[t].data(), e, m.tensors[t].type);
+            if (got != want) {
+              char v[96];
+              std::snprintf(v, sizeof v, ": got %.17g, the exact sum is %.17g", got, want);
+              bad = "tensor '" + m.tensors[t].name + "' element " + std::to_string(e) + v;
+              break;
+            }
+          }
+        if (!bad.empty())  // one write: the ranks' lines do not interleave
+          std::cerr << ("autosync: rank " + std::to_string(rank) + ": wrong sum after the first iteration: " + bad + "\n") << std::flush;
+        std::int32_t wrong = bad.empty() ? 0 : 1;
+        cm.world.all_reduce(&wrong, 1, dtype::i32);
+        if (wrong > 0)
+          throw error("the first iteration gave wrong sums on " + std::to_string(wrong) + " rank(s) (see above): strategy '" + s.name +
+                      "' did not synchronize the gradients correctly");
+      }
+      if (it >= ro.warmup) mine.insert(mine.end(), {timing.sync, timing.exposed, iteration});
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!all_ok(failure, rank)) return 1;
+
+  // 3. rank 0 gathers, prints, records
+  std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(p) : 0);
+  MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), static_cast<int>(mine.size()), MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  if (rank != 0) return 0;
+  learn::trial_record rec;
+  rec.model = src;
+  rec.cluster = c;
+  rec.ranks_per_node = rpn;
+  rec.strategy = s;
+  rec.settings = {ro.warmup, ro.compute_scale, ro.seed};
+  for (int i = 0; i < ro.iters; ++i) {
+    std::vector<double> sy, xp, itr;
+    for (int r = 0; r < p; ++r) {
+      const double* row = all.data() + (static_cast<std::size_t>(r) * static_cast<std::size_t>(ro.iters) + static_cast<std::size_t>(i)) * 3;
+      sy.push_back(row[0]);
+      xp.push_back(row[1]);
+      itr.push_back(row[2]);
+    }
+    rec.iterations.push_back(learn::iteration_sample::from_ranks(std::move(sy), std::move(xp), std::move(itr)));
+  }
+  const auto pred = cost::estimate(m, c, s);
+  rec.predicted_iteration = pred.iteration;
+  rec.predicted_exposed = pred.exposed;
+  rec.environment = run_environment(p, session.thread_level());
+
+  std::cout << "autosync run: " << m.name << " (" << T << " tensors, " << human_bytes(double(m.total_bytes())) << ") on " << c.name
+            << ", " << p << " ranks (" << rpn << " per node); strategy '" << s.name << "': " << s.groups.size() << " group(s), "
+            << buckets << " bucket(s)\n"
+            << "first iteration: every sum exact on every rank\n"
+            << "  iter        sync     exposed   iteration   (max over ranks)\n";
+  std::vector<double> sy, xp, itr;
+  for (int i = 0; i < ro.iters; ++i) {
+    const auto& x = rec.iterations[static_cast<std::size_t>(i)];
+    char line[128];
+    std::snprintf(line, sizeof line, "  %4d  %10s  %10s  %10s\n", i + 1, ms(x.sync).c_str(), ms(x.exposed).c_str(), ms(x.iteration).c_str());
+    std::cout << line;
+    sy.push_back(x.sync);
+    xp.push_back(x.exposed);
+    itr.push_back(x.iteration);
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "  median %8s  %10s  %10s\n", ms(median(sy)).c_str(), ms(median(xp)).c_str(), ms(median(itr)).c_str());
+  std::cout << line << "predicted (cost model on " << c.name << "): iteration " << ms(pred.iteration) << ", exposed "
+            << ms(pred.exposed) << (ro.compute_scale == 0.0 ? " (this run simulated no compute: --compute-scale 1 to compare iterations)"
+                : ro.compute_scale == 1.0 ? "" : " (this run scaled compute by --compute-scale)")
+            << "\n";
+  if (!ro.records.empty()) {
+    learn::append_record(ro.records, rec);
+    std::cout << "appended a record to " << ro.records << "\n";
+  }
+  return 0;
+}
+
+#else  // no MPI
+
+int cmd_run(const run_opts&, int&, char**&) {
+  throw error("`autosync run` needs MPI: this autosync was built without it (install OpenMPI, e.g. Debian's libopenmpi-dev, "
+              "and rebuild: the command links autosync::mpi when CMake finds MPI)");
+}
+
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -250,6 +588,19 @@ int main(int argc, char** argv) {
   add_common(explain);
   explain->add_option("strategy", strategy_file, "strategy JSON file")->required();
   explain->add_flag("--all-groups", co.all_groups, "list every group on its own row");
+  run_opts ro;
+  auto* run = app.add_subcommand("run", "execute a strategy on the MPI ranks (under mpirun) and record the timings");
+  run->add_option("--strategy", ro.strategy, "strategy JSON file")->required();
+  run->add_option("--model", ro.model, "zoo model name or model JSON file")->capture_default_str();
+  run->add_option("--scale", ro.scale, "scale a zoo model's dim 0 (zoo::make_model_scaled) to fit a small machine")->capture_default_str();
+  run->add_option("--cluster", ro.cluster, "cluster preset name or cluster JSON file (default: local-<ranks>)");
+  run->add_option("--ranks-per-node", ro.ranks_per_node, "ranks per node of the layout (default: from the cluster)");
+  run->add_option("--iters", ro.iters, "measured iterations")->capture_default_str();
+  run->add_option("--warmup", ro.warmup, "iterations before the measured ones")->capture_default_str();
+  run->add_option("--compute-scale", ro.compute_scale, "simulate backward compute: backward_flops / device_flops x this (0: none)")
+      ->capture_default_str();
+  run->add_option("--records", ro.records, "append a trial record (JSON Lines) to this file");
+  run->add_option("--seed", ro.seed, "seed of the synthetic gradients")->capture_default_str();
 
   // `autosync --model x ...` means `autosync optimize --model x ...`
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -278,6 +629,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*explain) return cmd_explain(co, strategy_file);
+    if (*run) return cmd_run(ro, argc, argv);
     return cmd_optimize(co, seed, json, out, header, allow_lossy, budget);
   } catch (const autosync::error& e) {
     std::cerr << "autosync: error: " << e.what() << "\n";

@@ -1,0 +1,107 @@
+# `autosync run` end to end (ctest mpi.run_cli.np2, label mpi; registered by tests/mpi/CMakeLists.txt):
+#   1. autosync optimize --model resnet50 --cluster local-2 --out s.json
+#   2. mpirun -np 2 autosync run --strategy s.json --model resnet50 --iters 3 --records trials.jsonl
+#      (every rank checks the exact sums of the first iteration; the run fails otherwise)
+#   3. trials.jsonl holds exactly one line, a record (learn/records.hpp) with version 1, the
+#      zoo model, the local-2 cluster with 2 ranks per node, 3 iterations of 2 ranks each, the
+#      maxima equal to the largest per-rank value, a prediction and the environment
+#   4. a strategy that does not fit the model (vgg16): every rank exits non-zero with a message
+#      naming the model, and nothing is appended
+# Run as: cmake -DAUTOSYNC=<autosync> -DMPIEXEC=<mpiexec> [-DNP_FLAG=-np] [-DPREFLAGS=...]
+#               -DWORK=<scratch dir> -P run_cli.cmake
+foreach(v AUTOSYNC MPIEXEC WORK)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "run_cli.cmake: pass -D${v}=...")
+  endif()
+endforeach()
+if(NOT NP_FLAG)
+  set(NP_FLAG -np)
+endif()
+
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(records "${WORK}/trials.jsonl")
+set(mpirun ${MPIEXEC} --oversubscribe --allow-run-as-root ${NP_FLAG} 2 ${PREFLAGS})
+
+# check("<what went wrong>" <if() condition ...>)
+function(check what)
+  if(NOT (${ARGN}))
+    message(FATAL_ERROR "run_cli: ${what}")
+  endif()
+endfunction()
+
+# 1. a strategy for resnet50 on local-2
+execute_process(COMMAND "${AUTOSYNC}" optimize --model resnet50 --cluster local-2 --out "${WORK}/s.json"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "autosync optimize failed (${rc}):\n${out}\n${err}")
+endif()
+
+# 2. run it on two ranks
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model resnet50 --iters 3 --warmup 1
+                        --records "${records}"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "autosync run:\n${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "mpirun autosync run failed (${rc}):\n${out}\n${err}")
+endif()
+string(FIND "${out}" "every sum exact on every rank" at)
+check("the run did not report exact sums" at GREATER -1)
+string(FIND "${out}" "appended a record to" at)
+check("the run did not report the record" at GREATER -1)
+
+# 3. the record
+check("no records file" EXISTS "${records}")
+file(READ "${records}" text)
+string(REGEX MATCHALL "\n" newlines "${text}")
+list(LENGTH newlines n)
+check("expected one line in ${records}, got ${n}" n EQUAL 1)
+string(REGEX REPLACE "\n$" "" line "${text}")
+string(JSON version ERROR_VARIABLE e GET "${line}" version)
+check("the record does not parse as JSON: ${e}" NOT e)
+check("version ${version}" version EQUAL 1)
+string(JSON zoo GET "${line}" model zoo)
+check("model.zoo = ${zoo}" zoo STREQUAL "resnet50")
+string(JSON cname GET "${line}" cluster name)
+check("cluster.name = ${cname}" cname STREQUAL "local-2")
+string(JSON rpn GET "${line}" cluster ranks_per_node)
+check("cluster.ranks_per_node = ${rpn}" rpn EQUAL 2)
+string(JSON groups LENGTH "${line}" strategy groups)
+check("strategy.groups is empty" groups GREATER 0)
+string(JSON warmup GET "${line}" settings warmup)
+check("settings.warmup = ${warmup}" warmup EQUAL 1)
+string(JSON ranks GET "${line}" environment ranks)
+check("environment.ranks = ${ranks}" ranks EQUAL 2)
+string(JSON level GET "${line}" environment thread_level)
+check("environment.thread_level = ${level}" level MATCHES "^MPI_THREAD_(MULTIPLE|SERIALIZED)$")
+string(JSON mpilib GET "${line}" environment mpi_library)
+check("environment.mpi_library is empty" mpilib MATCHES ".")
+string(JSON stamp GET "${line}" environment timestamp)
+check("timestamp ${stamp}" stamp MATCHES "^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z$")
+string(JSON pred GET "${line}" predicted iteration_s)
+check("predicted.iteration_s = ${pred}" pred GREATER 0)
+string(JSON iters LENGTH "${line}" iterations)
+check("expected 3 iterations, got ${iters}" iters EQUAL 3)
+foreach(i RANGE 2)
+  foreach(key sync_s exposed_s iteration_s)
+    string(JSON per LENGTH "${line}" iterations ${i} ranks ${key})
+    check("iterations[${i}].ranks.${key} has ${per} entries" per EQUAL 2)
+    string(JSON top GET "${line}" iterations ${i} ${key})
+    string(JSON r0 GET "${line}" iterations ${i} ranks ${key} 0)
+    string(JSON r1 GET "${line}" iterations ${i} ranks ${key} 1)
+    # the top-level figure is the maximum over the ranks (same text: the same double)
+    check("iterations[${i}].${key} = ${top} is neither rank's value (${r0}, ${r1})" top STREQUAL r0 OR top STREQUAL r1)
+  endforeach()
+  string(JSON sync GET "${line}" iterations ${i} sync_s)
+  check("iterations[${i}].sync_s = ${sync}" sync GREATER 0)
+endforeach()
+
+# 4. a strategy that does not fit the model: every rank fails, nothing is appended
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model vgg16 --iters 1 --records "${records}"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("a strategy for resnet50 ran on vgg16" NOT rc EQUAL 0)
+string(FIND "${out}${err}" "does not fit model 'vgg16'" at)
+check("the mismatch error names the model:\n${out}\n${err}" at GREATER -1)
+file(READ "${records}" after)
+check("the failed run changed ${records}" after STREQUAL text)
+message(STATUS "run_cli: ok")
