@@ -262,9 +262,9 @@ inline unsigned char* room(bytes& s, std::size_t elems, std::size_t es) {
   return s.data();
 }
 
-// memcpy of `bytes` that tolerates empty ranges (an empty vector's data() may be null).
-inline void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
-  if (bytes > 0) std::memcpy(dst, src, bytes);
+// memcpy of `count` bytes that tolerates empty ranges (an empty vector's data() may be null).
+inline void copy_bytes(void* dst, const void* src, std::size_t count) noexcept {
+  if (count > 0) std::memcpy(dst, src, count);
 }
 
 [[nodiscard]] constexpr int mod(int a, int p) noexcept { return ((a % p) + p) % p; }
