@@ -4,7 +4,7 @@
 //   raw     |model - measured| / measured with the data-sheet constants as they are
 //   shape   the same after one scale factor per file (the median of measured/model): what is
 //           left when only the size dependence of the alpha-beta form is judged — the part a
-//           learned correction (DESIGN.md §7) cannot fix with a constant.
+//           learned correction cannot fix with a constant.
 // Usage: bench_cost_calibration [data-dir]   (default: the source tree's tests/data/collectives)
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_tests_log.hpp>

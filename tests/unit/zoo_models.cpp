@@ -1,4 +1,4 @@
-// The built-in model zoo against the published facts (shared/reference/model_zoo.md):
+// The built-in model zoo against the published parameter counts (torchvision, keras-hub presets):
 // tensor counts, parameter totals, fp32 MiB, the largest tensor, PyTorch naming and shapes,
 // and hand-computed FLOP values.
 #include <autosync/zoo/models.hpp>
@@ -26,7 +26,7 @@ struct zoo_fact {
   shape_t largest_shape;
 };
 
-// shared/reference/model_zoo.md, plus NCF as specified for the zoo
+// The published totals, plus NCF as specified for the zoo
 // (users 138,493 x (8+32) + items 26,744 x (8+32) + MLP 2,744 + final 17 = 6,612,241).
 const std::vector<zoo_fact> facts{
     {"resnet50", 161, 25'557'032, 975, "layer4.0.conv2.weight", {512, 512, 3, 3}},

@@ -54,7 +54,7 @@
 //     Intra reduce-scatter on g ranks (n) + Inter all-reduce on N nodes (n/g per rank, the g
 //     ranks of a node run g inter-node collectives side by side) + Intra all-gather (n).
 //     Ring/ring: 2(g-1)/g n beta_intra + 2(N-1)/N (n/g) beta_flow + latencies, which is
-//     DESIGN.md §6's 2(g-1)/g S/B_intra + 2(N-1)/N (S/g)/B_nic when each rank has a NIC.
+//     the classic 2(g-1)/g S/B_intra + 2(N-1)/N (S/g)/B_nic when each rank has a NIC.
 //
 //   lower bound (Patarasuk & Yuan 2009, Thm. 1): any all-reduce of n bytes on p ranks whose
 //   links carry 1/beta bytes/s moves at least 2(p-1)/p n bytes through every rank's link:

@@ -1,4 +1,4 @@
-// autosync/exec/backend.hpp — what moves bytes: the backend concept (DESIGN.md §8).
+// autosync/exec/backend.hpp — what moves bytes: the backend concept.
 //
 // A backend is a communicator: `size()` ranks numbered 0..size()-1, this process being
 // `rank()`. It offers the collectives NCCL and MPI both have, point-to-point transfers, and

@@ -1,4 +1,4 @@
-// autosync/exec/collectives.hpp — the topologies of DESIGN.md §4 realized on any Backend.
+// autosync/exec/collectives.hpp — the topology policies realized on any Backend.
 //
 // The search picks a topology per group (ring, tree, halving_doubling, hierarchical<I, O>);
 // this header makes that topology the one that runs. Every algorithm is written with the

@@ -3,7 +3,7 @@
 // Before the first iteration every rank of a job must run the same plan: if one rank was given
 // another strategy (a stale strategy.json, a different search seed) the ranks would post
 // different collectives and hang. The executor's setup() all-gathers these fingerprints and
-// compares them (DESIGN.md §8):
+// compares them:
 //
 //   rank 0: model 9f3c..  strategy 41aa..  groups [a1.. 07.. 5e.. c2..]
 //   rank 2: model 9f3c..  strategy 77e0..  groups [a1.. 07.. 5e.. 19..]   -> "differs at group 3"

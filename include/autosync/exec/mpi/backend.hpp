@@ -1,4 +1,4 @@
-// autosync/exec/mpi/backend.hpp — the MPI (CPU) backend (DESIGN.md §8). Needs <mpi.h>: build
+// autosync/exec/mpi/backend.hpp — the MPI (CPU) backend. Needs <mpi.h>: build
 // with the CMake target autosync::mpi (OpenMPI 4.1 in CI).
 //
 //   int main(int argc, char** argv) {
