@@ -336,7 +336,7 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
     gi_.first_cap = g.fusion.first_cap_bytes;
     gi_.priority = g.schedule == schedule_kind::priority;
     gi_.local = g.replication == replication_kind::local;
-    const auto* c = find_compression(g.compression);
+    const auto c = find_compression(g.compression);
     gi_.comp_flops_per_element = c ? c->flops_per_element : 0.0;
     gi_.comp_wire_per_element = c ? c->wire_bytes_per_element : 0.0;
   }

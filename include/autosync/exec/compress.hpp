@@ -168,7 +168,7 @@ using bf16_format = detail::narrow_format<8, 7>;
 // format — the rule of strategy/items.hpp wire_bytes_of).
 [[nodiscard]] constexpr std::optional<dtype> wire_dtype(compression_id c, dtype t) noexcept {
   const bool floating = t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
-  const auto* info = find_compression(c);
+  const auto info = find_compression(c);
   if (!info || !floating || !(info->wire_bytes_per_element > 0.0) || !(info->wire_bytes_per_element < size_of(t)))
     return std::nullopt;
   if (c == comp::fp16::value) return dtype::f16;

@@ -1018,7 +1018,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     o["topology"] = {{"kind", "hierarchical"}, {"intra", std::string(name_of(g.topology.intra))}, {"inter", std::string(name_of(g.topology.inter))}};
   else
     o["topology"] = std::string(name_of(g.topology.kind));
-  const auto* c = find_compression(g.compression);
+  const auto c = find_compression(g.compression);
   o["compression"] = c ? std::string(c->name) : std::string("?");
   o["fusion"] = {{"cap_bytes", g.fusion.cap_bytes}};
   if (g.fusion.first_cap_bytes != g.fusion.cap_bytes) o["fusion"]["first_cap_bytes"] = g.fusion.first_cap_bytes;

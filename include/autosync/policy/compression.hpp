@@ -76,8 +76,10 @@ constexpr auto make_compression_registry(type_list<Cs...>) {
 
 inline constexpr auto compression_registry = detail::make_compression_registry(comp::all{});
 
-[[nodiscard]] constexpr const compression_info* find_compression(compression_id id) noexcept {
-  return id < compression_registry.size() ? &compression_registry[id] : nullptr;
+// By value: a pointer into the registry would not be a constant expression under sanitizers.
+[[nodiscard]] constexpr std::optional<compression_info> find_compression(compression_id id) noexcept {
+  if (id < compression_registry.size()) return compression_registry[id];
+  return std::nullopt;
 }
 [[nodiscard]] constexpr std::optional<compression_id> parse_compression(std::string_view s) noexcept {
   for (std::size_t i = 0; i < compression_registry.size(); ++i)

@@ -72,8 +72,8 @@ struct knowledge {
   return true;
 }
 [[nodiscard]] constexpr bool compression_allowed(compression_id id, const knowledge& k) noexcept {
-  const auto* info = find_compression(id);
-  return info != nullptr && (info->lossless || k.allow_lossy);
+  const auto info = find_compression(id);
+  return info.has_value() && (info->lossless || k.allow_lossy);
 }
 // The most shards an even partition of `t` along `axis` may have (1: not partitionable there).
 [[nodiscard]] constexpr std::int64_t max_shards(const tensor& t, std::int32_t axis, const cluster_spec& c) {

@@ -147,7 +147,7 @@ class searcher {
   // Wire bytes of a dense tensor under compressor id (items.hpp's rule, whole tensor).
   [[nodiscard]] double wire(std::size_t dense_pos, compression_id id) const {
     const auto& t = m_.tensors[sp_.dense()[dense_pos]];
-    const auto* info = find_compression(id);
+    const auto info = find_compression(id);
     const double es = size_of(t.type);
     const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
     if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < es)
@@ -172,7 +172,7 @@ class searcher {
       if (!c.own[s] || sp_.slot_sparse(s) || !is_collective(c.owned[s].architecture)) continue;
       const auto ti = sp_.slots()[s];
       const auto& t = m_.tensors[ti];
-      const auto* info = find_compression(c.owned[s].compression);
+      const auto info = find_compression(c.owned[s].compression);
       const double es = size_of(t.type);
       double b = static_cast<double>(t.bytes());
       if (info && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < es) b = b / es * info->wire_bytes_per_element;

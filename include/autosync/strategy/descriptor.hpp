@@ -113,7 +113,7 @@ inline void validate_group(const group_desc& g, const std::string& f) {
   if (g.architecture == architecture_kind::sharded && (t.kind == topology_kind::tree ||
       (t.kind == topology_kind::hierarchical && t.intra == topology_kind::tree)))
     throw error(f + ".topology", "sharded groups need a reduce-scatter: ring, halving_doubling or hierarchical with a non-tree intra");
-  if (find_compression(g.compression) == nullptr)
+  if (!find_compression(g.compression))
     throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression) + " (valid: " + compression_names_list() + ")");
   if (g.fusion.first_cap_bytes > g.fusion.cap_bytes && g.fusion.cap_bytes != 0)
     throw error(f + ".fusion.first_cap_bytes", "must not exceed cap_bytes");

@@ -33,7 +33,7 @@ struct sync_item {
 // Bytes one rank sends for `elements` elements of `t` under compressor `c`.
 [[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
                                                    compression_id c) noexcept {
-  const auto* info = find_compression(c);
+  const auto info = find_compression(c);
   const double esize = size_of(t.type);
   double per = esize;
   const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
