@@ -1,0 +1,308 @@
+// autosync/learn/autotune.hpp — AutoSync's loop: propose, rank, trial-run, learn, repeat.
+//
+//   records file ──read (resume)──> trials so far ──┐
+//   source records (other models/clusters) ─────────┤
+//                                                   v
+//        ┌──> fit the correction on every sample (pooled: source + target)
+//        │      │
+//        │      v
+//        │    propose: sampled strategies + baselines + the search's optimum (round 0: the
+//        │    baselines are all run, they are what the result is compared with)
+//        │      │   score each by the corrected estimate (cost/corrected.hpp)
+//        │      v
+//        │    diverse top-k of the untried ones (learn/proposals.hpp)
+//        │      │
+//        │      v
+//        │    runner.run(strategy) ──> trial_record ──append──> records file
+//        └──────┘   until the budget of trials, or no better measured time for `patience` rounds
+//
+// A runner (`Runner`) executes one strategy for the tuning target and returns its record:
+// learn/runners.hpp has one that calls `mpirun ... autosync run` (local), one that wraps any
+// command line (the testbed script, a user's cluster launcher), and one that replays a
+// recorded dataset (a pool-based loop over strategies measured earlier). The loop never
+// includes exec/ headers: execution happens behind the runner.
+//
+// Resumable: the target's records already in the file count as trials done (their strategies
+// are not run again), so a stopped `autosync tune` continues where it stopped.
+//
+// Transfer: `source` samples (records of other models or clusters) join every fit, so the
+// first rounds already rank with a correction learned elsewhere.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/corrected.hpp>
+#include <autosync/error.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/learn/proposals.hpp>
+#include <autosync/learn/records.hpp>
+#include <autosync/model.hpp>
+#include <autosync/search/optimizer.hpp>
+#include <autosync/search/space.hpp>
+#include <autosync/strategy/baselines.hpp>
+#include <autosync/strategy/descriptor.hpp>
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace autosync::learn {
+
+// What is being tuned: a model on a cluster, run as `ranks` ranks (`ranks_per_node` per node)
+// with these settings.
+struct tune_target {
+  model_source model;
+  cluster_spec cluster;
+  int ranks = 2;
+  int ranks_per_node = 2;
+  run_settings settings{};
+  int iterations = 5;  // measured iterations per trial
+
+  // The ranking group of the target's records (learn/dataset.hpp group_of).
+  [[nodiscard]] std::string group() const {
+    trial_record r;
+    r.model = model;
+    r.cluster = cluster;
+    r.ranks_per_node = ranks_per_node;
+    r.settings = settings;
+    r.environment.ranks = ranks;
+    return group_of(r);
+  }
+};
+
+// Runs one strategy for the target; returns the record of the run (the loop appends it).
+template <class R>
+concept Runner = requires(R& r, const tune_target& t, const strategy_desc& s) {
+  { r.run(t, s) } -> std::same_as<trial_record>;
+};
+// A runner that can only run strategies from a fixed pool (a recorded dataset) offers it.
+template <class R>
+concept PoolRunner = Runner<R> && requires(const R& r, const tune_target& t) {
+  { r.pool(t) } -> std::convertible_to<std::vector<strategy_desc>>;
+};
+
+// Fits a correction on samples; the default (learn/train.hpp) trains XGBoost when available.
+using trainer = std::function<cost::corrected_evaluator(std::span<const sample>)>;
+
+struct tune_progress {
+  std::size_t round = 0;
+  std::size_t trials = 0;            // target trials so far (resumed ones included)
+  std::size_t budget = 0;
+  double best_measured = 0.0;        // seconds (0 before any trial)
+  std::string best_strategy;
+  double last_measured = 0.0;        // the trial just finished (0 at a round's start)
+  double last_predicted = 0.0;       // its corrected estimate
+  std::string last_strategy;
+  bool corrected = false;            // whether this round ranks with a learned correction
+  std::string_view phase;            // "resume", "fit", "trial", "round", "done"
+};
+
+struct tune_options {
+  std::size_t budget = 200;          // target trials in all (resumed ones count)
+  std::size_t per_round = 20;        // trials per round (AutoSync: 20-100)
+  std::size_t proposals = 1000;      // sampled candidates per round
+  std::size_t min_fit_samples = 8;   // fewer samples: rank analytically
+  std::size_t patience = 3;          // rounds without a better measured time (by > tolerance) end it
+  double tolerance = 0.01;           // relative improvement that counts
+  bool run_baselines = true;         // round 0 runs every baseline (the comparison)
+  std::uint64_t seed = 1;
+  std::size_t search_evaluations = 2000;  // the search's budget for its optimum (0: no search)
+  std::function<void(const tune_progress&)> on_progress;
+};
+
+struct trial_result {
+  std::string strategy;              // its name
+  double measured = 0.0;             // median iteration, seconds
+  double predicted = 0.0;            // corrected estimate when it was chosen (0: resumed)
+  bool baseline = false;
+};
+
+struct tune_result {
+  std::vector<trial_result> trials;  // in the order run (resumed ones first)
+  std::size_t resumed = 0;
+  std::size_t rounds = 0;
+  std::optional<trial_record> best;  // the best measured trial
+  double best_baseline = 0.0;        // the best measured baseline (0: none ran)
+  std::string best_baseline_name;
+  bool converged = false;            // stopped by patience, not by the budget
+  // best measured time after each trial (trials[i])
+  [[nodiscard]] std::vector<double> best_so_far() const {
+    std::vector<double> v;
+    double b = std::numeric_limits<double>::infinity();
+    for (const auto& t : trials) v.push_back(b = std::min(b, t.measured));
+    return v;
+  }
+};
+
+namespace detail {
+
+inline bool is_baseline_name(const std::string& n) { return n.rfind("baseline:", 0) == 0; }
+
+}  // namespace detail
+
+// The loop. `records` is the target's records file (read to resume, appended to); `source`
+// samples join every fit. Throws autosync::error on bad options or a failing runner.
+template <class R>
+tune_result autotune(const tune_target& t, R& runner, const std::filesystem::path& records, std::span<const sample> source,
+                     const trainer& fit, const tune_options& o = {}) {
+  static_assert(Runner<R>, "learn::autotune: the runner must satisfy learn::Runner (trial_record run(const tune_target&, const strategy_desc&))");
+  if (o.budget < 1) throw error("budget", "must be >= 1");
+  if (o.per_round < 1) throw error("per_round", "must be >= 1");
+  const auto& m = t.model.spec;
+  const auto& c = t.cluster;
+  m.validate();
+  c.validate();
+  const std::string group = t.group();
+
+  tune_result res;
+  std::vector<sample> target;
+  std::set<std::string> tried;
+  auto note = [&](const trial_record& r, double predicted, bool resumed) {
+    auto s = make_sample(r);
+    tried.insert(s.key);
+    res.trials.push_back(trial_result{r.strategy.name, s.measured, predicted, detail::is_baseline_name(r.strategy.name)});
+    if (res.trials.back().baseline && (res.best_baseline == 0.0 || s.measured < res.best_baseline)) {
+      res.best_baseline = s.measured;
+      res.best_baseline_name = r.strategy.name;
+    }
+    if (!res.best || s.measured < median_iteration(*res.best)) res.best = r;
+    target.push_back(std::move(s));
+    if (resumed) ++res.resumed;
+  };
+  tune_progress pg;
+  pg.budget = o.budget;
+  auto report = [&](std::string_view phase) {
+    if (!o.on_progress) return;
+    pg.phase = phase;
+    pg.trials = res.trials.size();
+    pg.best_measured = res.best ? median_iteration(*res.best) : 0.0;
+    pg.best_strategy = res.best ? res.best->strategy.name : std::string();
+    o.on_progress(pg);
+  };
+
+  // 1. resume
+  if (std::filesystem::exists(records)) {
+    const auto rr = read_records(records, read_options{.skip_truncated_tail = true});
+    for (const auto& r : rr.records)
+      if (group_of(r) == group) note(r, 0.0, true);
+  }
+  report("resume");
+
+  // candidate sources that do not change between rounds
+  std::vector<strategy_desc> fixed;
+  if constexpr (PoolRunner<R>) {
+    fixed = runner.pool(t);
+  } else {
+    for (auto s : baselines::all(m, c)) {
+      try {
+        s.validate(m, c);
+      } catch (const error&) {
+        continue;
+      }
+      s.name = "baseline:" + s.name;
+      fixed.push_back(std::move(s));
+    }
+    if (o.search_evaluations > 0) {
+      search::options so;
+      so.seed = o.seed;
+      so.max_evaluations = o.search_evaluations;
+      so.time_budget_s = 0.0;
+      auto found = search::optimize(m, c, so).strategy;
+      found.name = "search";
+      fixed.push_back(std::move(found));
+    }
+  }
+  const search::space sp(m, c);
+  double best_seen = res.best ? median_iteration(*res.best) : std::numeric_limits<double>::infinity();
+  std::size_t stale = 0;
+
+  for (std::size_t round = 0; res.trials.size() < o.budget; ++round) {
+    pg.round = round;
+    // 2. fit
+    std::vector<sample> pool(source.begin(), source.end());
+    pool.insert(pool.end(), target.begin(), target.end());
+    cost::corrected_evaluator ev;
+    if (fit && pool.size() >= o.min_fit_samples) ev = fit(pool);
+    pg.corrected = ev.corrected();
+    pg.last_measured = pg.last_predicted = 0.0;
+    pg.last_strategy.clear();
+    report("fit");
+
+    // 3. propose and score
+    std::vector<strategy_desc> cands;
+    std::vector<double> scores;
+    std::vector<char> forced;
+    auto consider = [&](strategy_desc s, bool force) {
+      const auto key = strategy_key(s);
+      if (tried.count(key)) return;
+      for (const auto& x : cands)
+        if (strategy_key(x) == key) return;
+      scores.push_back(ev(m, c, s).iteration);
+      forced.push_back(force ? 1 : 0);
+      cands.push_back(std::move(s));
+    };
+    for (const auto& s : fixed) consider(s, o.run_baselines && detail::is_baseline_name(s.name));
+    if constexpr (!PoolRunner<R>) {
+      auto sampled = sample_strategies(sp, o.proposals, o.seed * 1000003u + round);
+      for (auto& s : sampled) {
+        s.name = "r" + std::to_string(round) + "-" + s.name;
+        consider(std::move(s), false);
+      }
+    }
+    if (cands.empty()) break;  // nothing left to try
+    const std::size_t room = o.budget - res.trials.size();
+    std::vector<std::size_t> pick;
+    for (std::size_t i = 0; i < cands.size() && pick.size() < room; ++i)
+      if (forced[i]) pick.push_back(i);
+    const std::size_t want = std::min(room, std::max(o.per_round, pick.size())) - pick.size();
+    if (want > 0) {
+      std::vector<strategy_desc> rest;
+      std::vector<double> rest_scores;
+      std::vector<std::size_t> back;
+      for (std::size_t i = 0; i < cands.size(); ++i)
+        if (!forced[i]) {
+          rest.push_back(cands[i]);
+          rest_scores.push_back(scores[i]);
+          back.push_back(i);
+        }
+      for (auto k : diverse_top_k(rest, rest_scores, want)) pick.push_back(back[k]);
+    }
+    if (pick.empty()) break;
+
+    // 4. run
+    for (auto i : pick) {
+      auto rec = runner.run(t, cands[i]);
+      rec.strategy.name = cands[i].name;
+      append_record(records, rec);
+      note(rec, scores[i], false);
+      pg.last_measured = res.trials.back().measured;
+      pg.last_predicted = scores[i];
+      pg.last_strategy = cands[i].name;
+      report("trial");
+    }
+    ++res.rounds;
+    report("round");
+
+    // 5. convergence
+    const double now = median_iteration(*res.best);
+    if (now < best_seen * (1.0 - o.tolerance)) {
+      best_seen = now;
+      stale = 0;
+    } else if (++stale >= o.patience) {
+      res.converged = true;
+      break;
+    }
+  }
+  report("done");
+  return res;
+}
+
+}  // namespace autosync::learn

@@ -1,0 +1,115 @@
+// autosync/learn/dataset.hpp — trial records joined into training rows for the correction.
+//
+//   trial_record ──make_sample──> sample{row, autosync, analytical, measured, group, key}
+//
+// * measured   the median of the record's iteration_s (the maxima over the ranks): the median
+//              of a handful of iterations shrugs off one slow outlier.
+// * analytical cost::estimate of the recorded strategy for the recorded model and cluster,
+//              with the model's FLOPs scaled by the run's settings.compute_scale (the run slept
+//              backward_flops / device_flops x compute_scale per tensor; 0 simulated no
+//              compute, so the analytical iteration is then communication only). This is the
+//              same quantity the run measured, so the target
+//                y = log(measured / analytical)
+//              is the analytical model's error alone.
+// * row        cost::compute_features on the same (scaled model, cluster, strategy).
+// * group      the ranking group: records of the same model, scale, cluster, ranks, ranks per
+//              node and compute scale compete with each other; pairwise accuracy and rank
+//              correlation are computed within groups (learn/metrics.hpp).
+// * key        the strategy's JSON without its name: the same strategy run twice has one key.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/features.hpp>
+#include <autosync/error.hpp>
+#include <autosync/io/json.hpp>
+#include <autosync/learn/records.hpp>
+#include <autosync/model.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace autosync::learn {
+
+struct sample {
+  cost::feature_row row{};
+  cost::autosync_row autosync{};
+  double analytical = 0.0;  // predicted iteration, seconds (compute scaled as the run did)
+  double measured = 0.0;    // median measured iteration, seconds
+  std::string group;        // ranking group (see the header comment)
+  std::string key;          // the strategy without its name
+  [[nodiscard]] double target() const { return std::log(measured / analytical); }
+};
+
+// The model as the run executed it: FLOPs x compute_scale.
+[[nodiscard]] inline model_spec scaled_compute(model_spec m, double compute_scale) {
+  m.forward_flops *= compute_scale;
+  for (auto& t : m.tensors) t.backward_flops *= compute_scale;
+  return m;
+}
+
+[[nodiscard]] inline double median_iteration(const trial_record& r) {
+  std::vector<double> v;
+  v.reserve(r.iterations.size());
+  for (const auto& it : r.iterations) v.push_back(it.iteration);
+  if (v.empty()) throw error("iterations", "a record needs at least one measured iteration");
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The ranking group of a record's run (model, scale, cluster, ranks, layout, compute scale).
+[[nodiscard]] inline std::string group_of(const trial_record& r) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "|x%g|%dr/%d|cs%g", r.model.scale, r.environment.ranks, r.ranks_per_node, r.settings.compute_scale);
+  return (r.model.zoo.empty() ? r.model.spec.name : r.model.zoo) + "@" + r.cluster.name + buf;
+}
+
+[[nodiscard]] inline std::string strategy_key(strategy_desc s) {
+  s.name.clear();
+  return io::to_json(s).dump();
+}
+
+// One training row. Throws autosync::error when the record's times make no target (a zero
+// measured or predicted time).
+[[nodiscard]] inline sample make_sample(const trial_record& r) {
+  const model_spec m = scaled_compute(r.model.spec, r.settings.compute_scale);
+  const auto f = cost::compute_features(m, r.cluster, r.strategy);
+  sample s;
+  s.row = f.row;
+  s.autosync = f.autosync;
+  s.analytical = f.analytical.iteration;
+  s.measured = median_iteration(r);
+  if (!(s.analytical > 0.0)) throw error("predicted", "the analytical iteration of strategy '" + r.strategy.name + "' is 0: no target");
+  if (!(s.measured > 0.0)) throw error("iterations", "the measured iterations of strategy '" + r.strategy.name + "' are 0: no target");
+  s.group = group_of(r);
+  s.key = strategy_key(r.strategy);
+  return s;
+}
+
+// Every record's row; an error names the record (0-based) that failed.
+[[nodiscard]] inline std::vector<sample> make_samples(std::span<const trial_record> records) {
+  std::vector<sample> out;
+  out.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    try {
+      out.push_back(make_sample(records[i]));
+    } catch (const error& e) {
+      throw error("records[" + std::to_string(i) + "]", e.what());
+    }
+  }
+  return out;
+}
+
+// Row-major float matrix of the samples' rows (what XGBoost and gbt::forest batch-predict on).
+[[nodiscard]] inline std::vector<float> feature_matrix(std::span<const sample> ss) {
+  std::vector<float> x;
+  x.reserve(ss.size() * cost::feature_count);
+  for (const auto& s : ss) x.insert(x.end(), s.row.begin(), s.row.end());
+  return x;
+}
+
+}  // namespace autosync::learn

@@ -1,0 +1,126 @@
+// autosync/learn/proposals.hpp — candidate strategies for trials: AutoSync's sampler.
+//
+// AutoSync proposes thousands of strategies under its knowledge constraints, scores them
+// with the simulator, and trial-runs a diverse top-k. Here:
+//
+// * sample_strategies   random points of the search's own factorized space (search/space.hpp,
+//                       so every knowledge rule holds): runs of about equal bytes (1 .. 8 of
+//                       them), every run starting from one random group strategy with 1-4 of
+//                       its aspects randomized independently, each large tensor given its own
+//                       (possibly partitioned, parameter-server) group with probability 1/4.
+//                       Infeasible draws are redrawn; duplicates (same strategy up to its name)
+//                       are dropped. Deterministic for a seed.
+// * diverse_top_k       greedy: the best-scored candidate first, then repeatedly the one with
+//                       the best score + diversity trade-off, where diversity is the fraction
+//                       of tensors whose group strategy differs from every already-picked
+//                       candidate (AutoSync's "score + diversity").
+#pragma once
+
+#include <autosync/error.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/model.hpp>
+#include <autosync/search/space.hpp>
+#include <autosync/strategy/descriptor.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace autosync::learn {
+
+[[nodiscard]] inline std::vector<strategy_desc> sample_strategies(const search::space& sp, std::size_t n, std::uint64_t seed) {
+  search::random rng(seed);
+  std::vector<strategy_desc> out;
+  std::set<std::string> seen;
+  const auto dense = sp.dense().size();
+  if (dense == 0) throw error("sample_strategies", "the model has no dense tensor to fuse");
+  const std::size_t max_runs = std::min<std::size_t>(8, dense);
+  using search::aspect;
+  for (std::size_t attempt = 0; out.size() < n && attempt < n * 50 + 100; ++attempt) {
+    group_desc base;
+    for (auto a : search::all_aspects) (void)sp.randomize(base, a, rng, nullptr);
+    auto c = sp.equal_runs(base, static_cast<std::size_t>(rng.between(1, static_cast<std::int64_t>(max_runs))));
+    for (auto& run : c.runs) {
+      const auto k = rng.between(1, 4);
+      for (std::int64_t q = 0; q < k; ++q) (void)sp.randomize(run, search::all_aspects[rng.below(search::all_aspects.size())], rng, nullptr);
+    }
+    sp.repair_tiny(c);
+    for (std::size_t s = 0; s < sp.slots().size(); ++s) {
+      const tensor& t = sp.model().tensors[sp.slots()[s]];
+      if (!sp.slot_sparse(s)) {
+        if (!rng.chance(0.25)) continue;
+        c.own[s] = 1;
+        c.owned[s] = c.runs[0];
+      }
+      const auto k = rng.between(0, 3);
+      for (std::int64_t q = 0; q < k; ++q) (void)sp.randomize(c.owned[s], search::all_aspects[rng.below(search::all_aspects.size())], rng, &t);
+    }
+    if (!sp.feasible(c)) continue;
+    auto s = sp.materialize(c);
+    try {
+      s.validate(sp.model(), sp.cluster());
+    } catch (const error&) {
+      continue;
+    }
+    if (!seen.insert(strategy_key(s)).second) continue;
+    s.name = "sample-" + std::to_string(out.size());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Per tensor, the group strategy it gets (shards: the first shard's group) — the signature
+// diversity is measured on.
+[[nodiscard]] inline std::vector<group_desc> tensor_groups(const strategy_desc& s) {
+  std::vector<group_desc> g;
+  g.reserve(s.assignments.size());
+  for (const auto& a : s.assignments) {
+    const auto gi = a.split() ? a.shard_groups.front() : a.group;
+    g.push_back(gi >= 0 && static_cast<std::size_t>(gi) < s.groups.size() ? s.groups[static_cast<std::size_t>(gi)] : group_desc{});
+  }
+  return g;
+}
+
+// Indices of k candidates: scores are predicted times (lower is better); weight trades the
+// relative score gap to the best against diversity in [0, 1].
+[[nodiscard]] inline std::vector<std::size_t> diverse_top_k(std::span<const strategy_desc> cands, std::span<const double> scores,
+                                                            std::size_t k, double weight = 0.5) {
+  std::vector<std::size_t> picked;
+  if (cands.empty() || k == 0) return picked;
+  std::vector<std::vector<group_desc>> sig;
+  sig.reserve(cands.size());
+  for (const auto& c : cands) sig.push_back(tensor_groups(c));
+  double best = std::numeric_limits<double>::infinity();
+  for (double v : scores) best = std::min(best, v);
+  std::vector<char> used(cands.size(), 0);
+  std::vector<double> div(cands.size(), 1.0);  // distance to the nearest picked candidate
+  while (picked.size() < std::min(k, cands.size())) {
+    std::size_t arg = cands.size();
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (used[i]) continue;
+      const double v = -(scores[i] / best - 1.0) + weight * div[i];
+      if (v > top) {
+        top = v;
+        arg = i;
+      }
+    }
+    used[arg] = 1;
+    picked.push_back(arg);
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (used[i] || sig[i].size() != sig[arg].size()) continue;
+      std::size_t diff = 0;
+      for (std::size_t t = 0; t < sig[i].size(); ++t) diff += sig[i][t] == sig[arg][t] ? 0 : 1;
+      const double d = sig[i].empty() ? 0.0 : static_cast<double>(diff) / static_cast<double>(sig[i].size());
+      div[i] = std::min(div[i], d);
+    }
+  }
+  return picked;
+}
+
+}  // namespace autosync::learn

@@ -1,0 +1,72 @@
+// autosync/learn/train.hpp — samples in, a correction out.
+//
+//   fit_correction(samples, params)   XGBoost on (row, log(measured / analytical)); the
+//                                     result ranks through cost::corrected_evaluator
+//   default_trainer(params)           the same as a learn::trainer for learn::autotune
+//   fit_linear(samples)               the AutoSync baseline (learn/linear.hpp) on the same rows
+//
+// Without XGBoost (the optional autosync::xgboost component) fit_correction does not exist and
+// default_trainer returns an empty trainer: autotune then ranks analytically, and a model
+// trained elsewhere (gbt::forest, the embedded default) still corrects.
+#pragma once
+
+#include <autosync/cost/corrected.hpp>
+#include <autosync/cost/features.hpp>
+#include <autosync/learn/autotune.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/learn/linear.hpp>
+#include <autosync/learn/xgboost.hpp>
+
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace autosync::learn {
+
+[[nodiscard]] inline std::vector<float> targets(std::span<const sample> ss) {
+  std::vector<float> y;
+  y.reserve(ss.size());
+  for (const auto& s : ss) y.push_back(static_cast<float>(s.target()));
+  return y;
+}
+
+[[nodiscard]] inline linear_model fit_linear(std::span<const sample> ss) {
+  std::vector<cost::autosync_row> x;
+  std::vector<double> y;
+  for (const auto& s : ss) {
+    x.push_back(s.autosync);
+    y.push_back(s.measured);
+  }
+  return linear_model::fit(x, y);
+}
+
+#if defined(AUTOSYNC_HAS_XGBOOST)
+
+[[nodiscard]] inline xgb_booster train_booster(std::span<const sample> ss, const xgb_params& p = {}) {
+  const auto x = feature_matrix(ss);
+  const auto y = targets(ss);
+  return xgb_booster::train(x, ss.size(), cost::feature_count, y, p);
+}
+
+// A copyable handle on a trained booster (cost::Correction).
+struct shared_booster {
+  std::shared_ptr<const xgb_booster> b;
+  [[nodiscard]] float predict(std::span<const float> row) const { return b->predict(row); }
+  [[nodiscard]] std::size_t num_features() const noexcept { return b->num_features(); }
+};
+
+[[nodiscard]] inline cost::corrected_evaluator fit_correction(std::span<const sample> ss, const xgb_params& p = {}) {
+  return cost::corrected_evaluator(shared_booster{std::make_shared<const xgb_booster>(train_booster(ss, p))});
+}
+
+[[nodiscard]] inline trainer default_trainer(xgb_params p = {}) {
+  return [p](std::span<const sample> ss) { return fit_correction(ss, p); };
+}
+
+#else
+
+[[nodiscard]] inline trainer default_trainer() { return {}; }
+
+#endif
+
+}  // namespace autosync::learn

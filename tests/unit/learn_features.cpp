@@ -1,0 +1,287 @@
+// cost/features.hpp and cost/corrected.hpp on hand-made cases with exact times.
+//
+// The tiny model and node of cost_estimate.cpp: 4 f32 tensors t0..t3 of 1000 elements (4000
+// bytes), forward 1 ms, backward 1 ms per tensor (t3 ready at 2 ms ... t0 at 5 ms); 2 devices,
+// intra link 1 MB/s with alpha 1 ms, reduce 2 MB/s: a 2-rank ring all-reduce of S bytes costs
+// 2 alpha + S beta + S/2 gamma = 0.002 + 1.25e-6 S, 7 ms for one tensor.
+#include <autosync/cost/corrected.hpp>
+#include <autosync/cost/features.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/learn/linear.hpp>
+#include <autosync/learn/metrics.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace autosync;
+using doctest::Approx;
+
+namespace {
+
+model_spec tiny_model() {
+  model_spec m;
+  m.name = "tiny";
+  m.forward_flops = 1e6;
+  for (int i = 0; i < 4; ++i) {
+    tensor t;
+    t.name = "t" + std::to_string(i);
+    t.shape = {1000};
+    t.backward_flops = 1e6;
+    m.tensors.push_back(t);
+  }
+  return m;
+}
+
+node_spec worker(int devices) {
+  node_spec n;
+  n.devices = devices;
+  n.intra = autosync::link{1e6, 1e-3};
+  n.nic = autosync::link{1e6, 0.0};
+  n.device_flops = 1e9;
+  n.reduce_bandwidth = 2e6;
+  return n;
+}
+
+cluster_spec one_node() {
+  cluster_spec c;
+  c.name = "1x2";
+  c.nodes.push_back(worker(2));
+  c.nodes[0].name = "n0";
+  return c;
+}
+
+// 2 worker nodes of 1 device, one dedicated server with NIC 1 MB/s and 0.1 ms latency
+cluster_spec ps_cluster() {
+  cluster_spec c;
+  c.name = "ps";
+  for (int i = 0; i < 2; ++i) {
+    auto n = worker(1);
+    n.name = "w" + std::to_string(i);
+    c.nodes.push_back(n);
+  }
+  node_spec s;
+  s.name = "s0";
+  s.devices = 0;
+  s.server_only = true;
+  s.nic = autosync::link{1e6, 1e-4};
+  c.nodes.push_back(s);
+  return c;
+}
+
+strategy_desc one_group(const model_spec& m, group_desc g) {
+  strategy_desc s;
+  s.name = "one";
+  s.groups = {g};
+  for (const auto& t : m.tensors) {
+    assignment a;
+    a.tensor = t.name;
+    a.group = 0;
+    s.assignments.push_back(a);
+  }
+  return s;
+}
+
+std::size_t at(std::string_view name) {
+  const auto it = std::find(cost::feature_names.begin(), cost::feature_names.end(), name);
+  REQUIRE(it != cost::feature_names.end());
+  return static_cast<std::size_t>(it - cost::feature_names.begin());
+}
+
+// A correction that is a fixed linear function of two features.
+struct two_feature_correction {
+  [[nodiscard]] float predict(std::span<const float> row) const { return 0.5f * row[at("ring_frac")] - 0.25f * row[at("log2_buckets")]; }
+  [[nodiscard]] std::size_t num_features() const noexcept { return cost::feature_count; }
+};
+struct narrow_correction {
+  [[nodiscard]] float predict(std::span<const float>) const { return 0.0f; }
+  [[nodiscard]] std::size_t num_features() const noexcept { return 3; }
+};
+static_assert(cost::Correction<two_feature_correction>);
+static_assert(!cost::Correction<int>);
+
+}  // namespace
+
+TEST_CASE("features: four unfused ring all-reduces, every term by hand") {
+  const auto m = tiny_model();
+  const auto c = one_node();
+  group_desc g;  // all_reduce, ring, fusion cap 0: one bucket per tensor
+  const auto s = one_group(m, g);
+  const auto f = cost::compute_features(m, c, s);
+  // buckets at 2, 9, 16, 23 ms, 7 ms each: the last ends at 30 ms
+  CHECK(f.analytical.iteration == Approx(0.030));
+  const auto& a = f.autosync;
+  CHECK(a[6] == Approx(0.028));  // ar_transmission_max: the one group's 4 x 7 ms
+  CHECK(a[7] == Approx(0.028));  // ar_transmission_sum
+  CHECK(a[8] == 0.0);
+  CHECK(a[9] == 0.0);
+  CHECK(a[10] == Approx(0.004));  // ar_latency: 4 launches x alpha 1 ms
+  CHECK(a[11] == Approx(0.004));
+  for (std::size_t k = 0; k < 6; ++k) CHECK(a[k] == 0.0);  // no parameter servers
+
+  const auto& r = f.row;
+  CHECK(r[at("log10_iteration")] == Approx(std::log10(0.030)));
+  CHECK(r[at("exposed_frac")] == Approx(25.0 / 30.0));
+  CHECK(r[at("compute_frac")] == Approx(5.0 / 30.0));
+  CHECK(r[at("communication_frac")] == Approx(28.0 / 30.0));
+  CHECK(r[at("compression_frac")] == 0.0f);
+  // lower bound: forward + max(backward, 4 x 2(p-1)/p S beta) = 1 + max(4, 16) ms
+  CHECK(r[at("lower_bound_frac")] == Approx(17.0 / 30.0));
+  CHECK(r[at("log2_ranks")] == 1.0f);
+  CHECK(r[at("log2_nodes")] == 0.0f);
+  CHECK(r[at("ranks_per_node")] == 2.0f);
+  CHECK(r[at("servers")] == 1.0f);  // no server_only node: one co-located server per worker node
+  CHECK(r[at("dedicated_servers")] == 0.0f);
+  CHECK(r[at("log10_intra_bw")] == Approx(6.0));
+  CHECK(r[at("log10_intra_lat")] == Approx(-3.0));
+  CHECK(r[at("groups")] == 1.0f);
+  CHECK(r[at("log2_buckets")] == Approx(std::log2(5.0)));
+  CHECK(r[at("log2_lane0_buckets")] == Approx(std::log2(5.0)));
+  CHECK(r[at("log2_ps_transfers")] == 0.0f);
+  CHECK(r[at("log10_wire_bytes")] == Approx(std::log10(16000.0)));
+  CHECK(r[at("ring_frac")] == 1.0f);
+  CHECK(r[at("tree_frac")] == 0.0f);
+  CHECK(r[at("ps_frac")] == 0.0f);
+  CHECK(r[at("items_per_tensor")] == 1.0f);
+  CHECK(r[at("log10_mean_bucket")] == Approx(std::log10(4000.0)));
+  CHECK(r[at("log10_max_bucket")] == Approx(std::log10(4000.0)));
+  CHECK(r[at("log10_min_bucket")] == Approx(std::log10(4000.0)));
+  CHECK(r[at("log10_tensors")] == Approx(std::log10(4.0)));
+  CHECK(r[at("launch_latency_frac")] == Approx(4e-3 / 0.030));
+  CHECK(r[at("log10_exposed")] == Approx(std::log10(0.025)));
+  CHECK(r[at("ar_transmission_sum_frac")] == Approx(28.0 / 30.0));
+  CHECK(r[at("ar_latency_max_frac")] == Approx(4.0 / 30.0));
+
+  // one fused bucket of 16000 bytes: 0.002 + 1.25e-6 x 16000 = 22 ms from t0's 5 ms
+  group_desc fused;
+  fused.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  const auto f2 = cost::compute_features(m, c, one_group(m, fused));
+  CHECK(f2.analytical.iteration == Approx(0.027));
+  CHECK(f2.autosync[7] == Approx(0.022));
+  CHECK(f2.autosync[11] == Approx(0.001));
+  CHECK(f2.row[at("log2_buckets")] == Approx(1.0));
+}
+
+TEST_CASE("features: a dedicated parameter server, transmission and latency by hand") {
+  const auto m = tiny_model();
+  const auto c = ps_cluster();
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  const auto f = cost::compute_features(m, c, one_group(m, g));
+  // each tensor: 2 copies through the server NIC, 2 x 2 x 0.1 ms + 2 x 4000 B x 1 us/B = 8.4 ms;
+  // the server takes them one after another from 2 ms on
+  const double transfer = 2 * 2 * 1e-4 + 2 * 4000 * 1e-6;
+  CHECK(f.analytical.iteration == Approx(0.002 + 4 * transfer));
+  CHECK(f.autosync[0] == Approx(4 * transfer));  // ps_transmission_max
+  CHECK(f.autosync[1] == Approx(4 * transfer));  // ps_transmission_sum
+  CHECK(f.autosync[4] == Approx(4 * 2 * 1e-4));  // ps_latency: 4 transfers x 2 alpha
+  CHECK(f.autosync[5] == Approx(4 * 2 * 1e-4));
+  for (std::size_t k = 6; k < 12; ++k) CHECK(f.autosync[k] == 0.0);
+  CHECK(f.row[at("servers")] == 1.0f);
+  CHECK(f.row[at("dedicated_servers")] == 1.0f);
+  CHECK(f.row[at("ps_frac")] == 1.0f);
+  CHECK(f.row[at("ring_frac")] == 0.0f);
+  CHECK(f.row[at("server_imbalance")] == 1.0f);
+  CHECK(f.row[at("log2_ps_transfers")] == Approx(std::log2(5.0)));
+  CHECK(f.row[at("log2_nodes")] == 1.0f);
+}
+
+TEST_CASE("features: deterministic, bit for bit; an invalid strategy names its field") {
+  const auto m = tiny_model();
+  const auto c = one_node();
+  group_desc g;
+  g.topology = topology_value{topology_kind::tree};
+  g.fusion = fusion_value{8000, 4000};
+  const auto s = one_group(m, g);
+  const auto a = cost::compute_features(m, c, s), b = cost::compute_features(m, c, s);
+  CHECK(a.row == b.row);
+  CHECK(a.autosync == b.autosync);
+  CHECK(a.row[at("tree_frac")] == 1.0f);
+  auto bad = s;
+  bad.assignments[2].group = 7;
+  CHECK_THROWS_AS((void)cost::compute_features(m, c, bad), error);
+}
+
+TEST_CASE("corrected estimate = analytical x exp(prediction)") {
+  const auto m = tiny_model();
+  const auto c = one_node();
+  const auto s = one_group(m, group_desc{});
+  const two_feature_correction corr;
+  const auto p = cost::corrected_estimate(m, c, s, corr);
+  const double want_log = 0.5 * 1.0 - 0.25 * std::log2(5.0);
+  CHECK(p.analytical.iteration == Approx(0.030));
+  CHECK(p.log_factor == Approx(want_log).epsilon(1e-6));
+  CHECK(p.iteration == Approx(0.030 * std::exp(want_log)).epsilon(1e-6));
+  const cost::corrected_evaluator ev(corr);
+  CHECK(ev.corrected());
+  CHECK(ev(m, c, s).iteration == Approx(p.iteration));
+  const cost::corrected_evaluator plain;
+  CHECK_FALSE(plain.corrected());
+  CHECK(plain(m, c, s).iteration == Approx(0.030));
+  CHECK(plain(m, c, s).log_factor == 0.0);
+  try {
+    (void)cost::corrected_estimate(m, c, s, narrow_correction{});
+    FAIL("a correction of the wrong width must be rejected");
+  } catch (const error& e) {
+    CHECK(e.field() == "correction");
+    CHECK(std::string(e.what()).find("reads 3 features") != std::string::npos);
+  }
+}
+
+TEST_CASE("dataset: a record's target is log(median measured / analytical at its compute scale)") {
+  learn::trial_record r;
+  r.model = learn::model_source::inline_model(tiny_model());
+  r.cluster = one_node();
+  r.ranks_per_node = 2;
+  r.strategy = one_group(r.model.spec, group_desc{});
+  r.settings.compute_scale = 0.0;  // no compute: the analytical iteration is 2 ms... of nothing but communication
+  for (double t : {0.05, 0.01, 0.03}) r.iterations.push_back(learn::iteration_sample::from_ranks({t, t}, {t, t}, {t, t}));
+  r.environment.ranks = 2;
+  const auto s = learn::make_sample(r);
+  // zero compute: all 4 tensors ready at 0, four 7 ms all-reduces back to back
+  CHECK(s.analytical == Approx(0.028));
+  CHECK(s.measured == Approx(0.03));
+  CHECK(s.target() == Approx(std::log(0.03 / 0.028)));
+  CHECK(s.group == "tiny@1x2|x1|2r/2|cs0");
+  r.settings.compute_scale = 1.0;
+  CHECK(learn::make_sample(r).analytical == Approx(0.030));
+  r.strategy.name = "renamed";
+  CHECK(learn::make_sample(r).key == s.key);
+}
+
+TEST_CASE("metrics: pairwise accuracy and Spearman by hand") {
+  const std::vector<double> meas{1, 2, 3, 4, 10, 20};
+  const std::vector<double> pred{1, 3, 2, 4, 5, 5};
+  const std::vector<std::string> grp{"a", "a", "a", "a", "b", "b"};
+  // group a: 6 pairs, one swapped (2, 3); group b: 1 pair, tied prediction = 1/2
+  CHECK(learn::pairwise_accuracy(pred, meas, grp) == Approx((5.0 + 0.5) / 7.0));
+  // gaps > 90 %: (1,2) (1,3) (1,4) (2,4) right, the swapped (2,3) left out, (10,20) tied
+  CHECK(learn::pairwise_accuracy(pred, meas, grp, 0.9) == Approx(4.5 / 5.0));
+  // group a: ranks (1,3,2,4) vs (1,2,3,4): rho = 1 - 6 x 2 / (4 x 15) = 0.8; group b is too small
+  CHECK(learn::grouped_spearman(pred, meas, grp) == Approx(0.8));
+  CHECK(learn::average_ranks(std::vector<double>{5, 1, 5, 2}) == std::vector<double>{3.5, 1, 3.5, 2});
+  CHECK(std::isnan(learn::pairwise_accuracy(std::vector<double>{1}, std::vector<double>{1}, std::vector<std::string>{"a"})));
+}
+
+TEST_CASE("linear model: exact least squares recovers a linear law") {
+  std::vector<cost::autosync_row> x;
+  std::vector<double> y;
+  for (int i = 0; i < 40; ++i) {
+    cost::autosync_row r{};
+    r[1] = 0.01 * i;
+    r[7] = 0.003 * ((i * 7) % 11);
+    r[11] = 1e-4 * ((i * 5) % 3);
+    x.push_back(r);
+    y.push_back(0.5 + 2.0 * r[1] + 3.0 * r[7] - 10.0 * r[11]);
+  }
+  const auto lm = learn::linear_model::fit(x, y, 0.0);
+  cost::autosync_row q{};
+  q[1] = 0.123;
+  q[7] = 0.02;
+  q[11] = 2e-4;
+  CHECK(lm.predict(q) == Approx(0.5 + 2.0 * 0.123 + 3.0 * 0.02 - 10.0 * 2e-4).epsilon(1e-9));
+  CHECK_THROWS_AS((void)learn::linear_model::fit(std::span<const cost::autosync_row>{}, std::span<const double>{}), error);
+}
