@@ -114,7 +114,8 @@ class command_runner {
     const auto rec_path = work_ / "trial.jsonl";
     const auto log = work_ / "trial.log";
     std::filesystem::remove(rec_path);
-    const std::string cmd = command(t) + " > " + detail::shell_quote(log.string()) + " 2>&1 < /dev/null";
+    // a subshell, so the redirections apply to the whole template (a trailing comment included)
+    const std::string cmd = "(" + command(t) + "\n) > " + detail::shell_quote(log.string()) + " 2>&1 < /dev/null";
     const int rc = std::system(cmd.c_str());
     const int code = rc == -1 ? -1 : (WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc));
     if (code != 0)

@@ -1,0 +1,241 @@
+// Training the correction and the autotune loop on records whose true correction is known.
+//
+// The records are synthetic in one respect only: their measured time is the analytical
+// estimate times exp(g(features)) for a fixed law g (a threshold on the parameter-server share,
+// a term in the tree share, one in the bucket count). Everything else — strategies sampled
+// from the search space, records, the join, XGBoost, the loop — is the real path.
+#include <autosync/cost/corrected.hpp>
+#include <autosync/learn/autotune.hpp>
+#include <autosync/learn/metrics.hpp>
+#include <autosync/learn/proposals.hpp>
+#include <autosync/learn/runners.hpp>
+#include <autosync/learn/train.hpp>
+#include <autosync/search/space.hpp>
+#include <autosync/zoo/models.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace autosync;
+using doctest::Approx;
+
+namespace {
+
+cluster_spec two_by_two() {
+  cluster_spec c;
+  c.name = "2x2";
+  for (int i = 0; i < 2; ++i) {
+    node_spec n;
+    n.name = "n" + std::to_string(i);
+    n.devices = 2;
+    n.intra = autosync::link{1e10, 2e-6};
+    n.nic = autosync::link{1.25e9, 2e-5};
+    n.device_flops = 1e13;
+    n.reduce_bandwidth = 1e10;
+    c.nodes.push_back(n);
+  }
+  return c;
+}
+
+std::size_t at(std::string_view name) {
+  return static_cast<std::size_t>(std::find(cost::feature_names.begin(), cost::feature_names.end(), name) - cost::feature_names.begin());
+}
+
+// The law the records follow: log(measured / analytical).
+double true_log_factor(const cost::feature_row& r) {
+  return (r[at("ps_frac")] > 0.5f ? 0.6 : 0.0) + 0.4 * r[at("tree_frac")] + 0.15 * r[at("log2_buckets")];
+}
+
+learn::trial_record synthetic_record(const learn::model_source& src, const cluster_spec& c, const strategy_desc& s) {
+  learn::trial_record r;
+  r.model = src;
+  r.cluster = c;
+  r.ranks_per_node = 2;
+  r.strategy = s;
+  r.settings = {1, 1.0, 7};
+  r.environment.ranks = 4;
+  r.environment.hostname = "synthetic";
+  const auto f = cost::compute_features(src.spec, c, s);
+  const double t = f.analytical.iteration * std::exp(true_log_factor(f.row));
+  r.iterations.push_back(learn::iteration_sample::from_ranks({t, t, t, t}, {0, 0, 0, 0}, {t, t, t, t}));
+  r.predicted_iteration = f.analytical.iteration;
+  r.predicted_exposed = f.analytical.exposed;
+  return r;
+}
+
+struct scratch_dir {
+  std::filesystem::path path;
+  scratch_dir() {
+    path = std::filesystem::temp_directory_path() / ("autosync-learn-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("proposals: sampled strategies are valid, distinct and deterministic; diverse top-k starts at the best") {
+  const auto src = learn::model_source::from_zoo("ncf");
+  const auto c = two_by_two();
+  const search::space sp(src.spec, c);
+  const auto a = learn::sample_strategies(sp, 60, 3), b = learn::sample_strategies(sp, 60, 3);
+  REQUIRE(a.size() == 60);
+  CHECK(a == b);
+  std::set<std::string> keys;
+  for (const auto& s : a) {
+    CHECK_NOTHROW(s.validate(src.spec, c));
+    keys.insert(learn::strategy_key(s));
+  }
+  CHECK(keys.size() == a.size());
+  std::vector<double> scores;
+  for (const auto& s : a) scores.push_back(cost::estimate(src.spec, c, s).iteration);
+  const auto pick = learn::diverse_top_k(a, scores, 5);
+  REQUIRE(pick.size() == 5);
+  CHECK(scores[pick[0]] == *std::min_element(scores.begin(), scores.end()));
+  CHECK(std::set<std::size_t>(pick.begin(), pick.end()).size() == 5);
+}
+
+#if defined(AUTOSYNC_HAS_XGBOOST)
+
+TEST_CASE("training on records with a known correction recovers it on held-out strategies") {
+  const auto src = learn::model_source::from_zoo("ncf");
+  const auto c = two_by_two();
+  const search::space sp(src.spec, c);
+  const auto strategies = learn::sample_strategies(sp, 400, 11);
+  REQUIRE(strategies.size() == 400);
+  std::vector<learn::trial_record> recs;
+  for (const auto& s : strategies) recs.push_back(synthetic_record(src, c, s));
+  const auto samples = learn::make_samples(recs);
+  const std::span<const learn::sample> train(samples.data(), 300), test(samples.data() + 300, 100);
+
+  const auto booster = learn::train_booster(train, learn::xgb_params{.rounds = 300, .max_depth = 4, .eta = 0.1});
+  double se = 0.0, se0 = 0.0;
+  std::vector<double> corrected, analytical, measured;
+  std::vector<std::string> groups;
+  for (const auto& s : test) {
+    const double y = s.target();
+    const double p = booster.predict(s.row);
+    se += (p - y) * (p - y);
+    se0 += y * y;
+    corrected.push_back(s.analytical * std::exp(p));
+    analytical.push_back(s.analytical);
+    measured.push_back(s.measured);
+    groups.push_back(s.group);
+  }
+  const double rmse = std::sqrt(se / 100.0), rmse0 = std::sqrt(se0 / 100.0);
+  MESSAGE("held-out RMSE of log(measured/analytical): " << rmse << " (no correction: " << rmse0 << ")");
+  CHECK(rmse < 0.05);
+  CHECK(rmse < 0.15 * rmse0);
+  const double acc_c = learn::pairwise_accuracy(corrected, measured, groups);
+  const double acc_a = learn::pairwise_accuracy(analytical, measured, groups);
+  MESSAGE("held-out pairwise accuracy: analytical " << acc_a << ", corrected " << acc_c);
+  CHECK(acc_c >= 0.95);
+  CHECK(acc_c > acc_a);
+}
+
+TEST_CASE("an XGBoost model saved as JSON and loaded again predicts the same bits") {
+  const auto src = learn::model_source::from_zoo("ncf");
+  const auto c = two_by_two();
+  const search::space sp(src.spec, c);
+  std::vector<learn::trial_record> recs;
+  for (const auto& s : learn::sample_strategies(sp, 120, 5)) recs.push_back(synthetic_record(src, c, s));
+  const auto samples = learn::make_samples(recs);
+  const auto booster = learn::train_booster(samples, learn::xgb_params{.rounds = 40});
+  scratch_dir dir;
+  const auto path = dir.path / "model.json";
+  booster.save_json(path);
+  const auto loaded = learn::xgb_booster::load(path);
+  CHECK(loaded.num_features() == cost::feature_count);
+  const auto x = learn::feature_matrix(samples);
+  std::vector<float> a(samples.size()), b(samples.size());
+  booster.predict(x, samples.size(), a);
+  loaded.predict(x, samples.size(), b);
+  CHECK(a == b);
+  CHECK(booster.json() == loaded.json());
+  // a corrected estimate through the booster is analytical x exp(its prediction)
+  const auto p = cost::corrected_estimate(src.spec, c, recs[3].strategy, learn::shared_booster{std::make_shared<const learn::xgb_booster>(learn::xgb_booster::load(path))});
+  CHECK(p.iteration == Approx(p.analytical.iteration * std::exp(static_cast<double>(a[3]))).epsilon(1e-12));
+}
+
+TEST_CASE("autotune over a recorded dataset: finds the measured best with a fraction of the trials, and resumes") {
+  const auto src = learn::model_source::from_zoo("ncf");
+  const auto c = two_by_two();
+  const search::space sp(src.spec, c);
+  std::vector<learn::trial_record> recs;
+  for (const auto& s : learn::sample_strategies(sp, 150, 21)) recs.push_back(synthetic_record(src, c, s));
+  double truth = 1e30;
+  for (const auto& r : recs) truth = std::min(truth, learn::median_iteration(r));
+
+  learn::tune_target t;
+  t.model = src;
+  t.cluster = c;
+  t.ranks = 4;
+  t.ranks_per_node = 2;
+  t.settings = {1, 1.0, 7};
+  scratch_dir dir;
+  const auto file = dir.path / "trials.jsonl";
+  learn::tune_options o;
+  o.budget = 25;
+  o.per_round = 5;
+  o.patience = 100;
+  std::size_t reports = 0;
+  o.on_progress = [&](const learn::tune_progress& pg) {
+    ++reports;
+    CHECK(pg.trials <= pg.budget);
+  };
+  learn::replay_runner runner(recs);
+  const auto trainer = learn::default_trainer(learn::xgb_params{.rounds = 60});
+  const auto first = learn::autotune(t, runner, file, {}, trainer, o);
+  CHECK(first.trials.size() == 25);
+  CHECK(runner.runs() == 25);
+  CHECK(first.resumed == 0);
+  CHECK(reports > 25);
+  CHECK(learn::read_records(file).records.size() == 25);
+  MESSAGE("best after 25 of 150 trials: " << learn::median_iteration(*first.best) / truth << " x the pool's best");
+
+  // resume: the 25 recorded trials count, none is run again
+  o.budget = 60;
+  learn::replay_runner again(recs);
+  const auto second = learn::autotune(t, again, file, {}, trainer, o);
+  CHECK(second.resumed == 25);
+  CHECK(second.trials.size() == 60);
+  CHECK(again.runs() == 35);
+  std::set<std::string> keys;
+  for (const auto& r : learn::read_records(file).records) keys.insert(learn::strategy_key(r.strategy));
+  CHECK(keys.size() == 60);
+  // with the learned correction the loop reaches the pool's best (within 1 %) in 60 of 150 trials
+  CHECK(learn::median_iteration(*second.best) <= truth * 1.01);
+}
+
+#endif
+
+TEST_CASE("command runner: the template is filled and a failing command is an error with its output") {
+  scratch_dir dir;
+  learn::tune_target t;
+  t.model = learn::model_source::from_zoo("ncf", 0.5);
+  t.cluster = two_by_two();
+  t.ranks = 4;
+  t.ranks_per_node = 2;
+  t.iterations = 3;
+  learn::command_runner r("echo {np} {rpn} {model} {scale} {iters} >&2; exit 3 # {records}", dir.path / "w", "autosync");
+  CHECK(r.command(t).find("echo 4 2 'ncf' 0.5 3") == 0);
+  try {
+    (void)r.run(t, learn::sample_strategies(search::space(t.model.spec, t.cluster), 1, 1).front());
+    FAIL("the command exits 3");
+  } catch (const error& e) {
+    const std::string w = e.what();
+    CHECK(w.find("exit 3") != std::string::npos);
+    CHECK(w.find("4 2 ncf 0.5 3") != std::string::npos);  // the log's tail
+  }
+  CHECK_THROWS_AS(learn::command_runner("no records placeholder", dir.path / "x"), error);
+}
