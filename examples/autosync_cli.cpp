@@ -35,6 +35,8 @@
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
+#include "autosync_cli_learn.hpp"  // `autosync learn`, `autosync tune`
+
 #ifdef AUTOSYNC_HAS_MPI
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
@@ -602,6 +604,35 @@ int main(int argc, char** argv) {
   run->add_option("--records", ro.records, "append a trial record (JSON Lines) to this file");
   run->add_option("--seed", ro.seed, "seed of the synthetic gradients")->capture_default_str();
 
+  autosync_cli_learn::learn_opts lo;
+  auto* learn_cmd = app.add_subcommand("learn", "train the learned correction on trial records and report held-out ranking accuracy");
+  learn_cmd->add_option("--records", lo.records, "trial records files (JSON Lines)")->required()->expected(1, -1);
+  learn_cmd->add_option("--holdout", lo.holdout, "fraction of strategies held out for the report")->capture_default_str();
+  learn_cmd->add_option("--out", lo.out, "write the model trained on every record as XGBoost JSON");
+  learn_cmd->add_option("--emit-header", lo.header, "write the model as a C++ header with a constexpr forest");
+  learn_cmd->add_option("--name", lo.name, "the forest's name in the header")->capture_default_str();
+  learn_cmd->add_option("--rounds", lo.rounds, "boosting rounds")->capture_default_str();
+  learn_cmd->add_option("--depth", lo.depth, "tree depth")->capture_default_str();
+  learn_cmd->add_option("--eta", lo.eta, "learning rate")->capture_default_str();
+  autosync_cli_learn::tune_opts to;
+  auto* tune_cmd = app.add_subcommand("tune", "autotune: propose, trial-run, learn, repeat (AutoSync's loop)");
+  tune_cmd->add_option("--model", to.model, "zoo model name or model JSON file")->capture_default_str();
+  tune_cmd->add_option("--cluster", to.cluster, "cluster preset name or cluster JSON file (default: local-<np>)");
+  tune_cmd->add_option("--records", to.records, "records file: trials are appended to it and resumed from it")->required();
+  tune_cmd->add_option("--budget", to.budget, "trials in all")->capture_default_str();
+  tune_cmd->add_option("--runner", to.runner, "local | testbed:NAME | cmd:TEMPLATE | replay:FILE")->capture_default_str();
+  tune_cmd->add_option("--np", to.np, "ranks per trial")->capture_default_str();
+  tune_cmd->add_option("--ranks-per-node", to.ranks_per_node, "ranks per node (default: from the cluster)");
+  tune_cmd->add_option("--scale", to.scale, "scale a zoo model (zoo::make_model_scaled)")->capture_default_str();
+  tune_cmd->add_option("--iters", to.iters, "measured iterations per trial")->capture_default_str();
+  tune_cmd->add_option("--warmup", to.warmup, "warm-up iterations per trial")->capture_default_str();
+  tune_cmd->add_option("--compute-scale", to.compute_scale, "simulated compute, as in `autosync run`")->capture_default_str();
+  tune_cmd->add_option("--source", to.source, "records of other models/clusters to learn from too (transfer)")->expected(1, -1);
+  tune_cmd->add_option("--per-round", to.per_round, "trials per round")->capture_default_str();
+  tune_cmd->add_option("--proposals", to.proposals, "sampled candidates per round")->capture_default_str();
+  tune_cmd->add_option("--seed", to.seed, "seed of the proposals and of the trials' gradients")->capture_default_str();
+  tune_cmd->add_option("--out", to.out, "write the best measured strategy as JSON");
+
   // `autosync --model x ...` means `autosync optimize --model x ...`
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0].starts_with("--") && args[0] != "--help") args.insert(args.begin(), "optimize");
@@ -630,6 +661,8 @@ int main(int argc, char** argv) {
     }
     if (*explain) return cmd_explain(co, strategy_file);
     if (*run) return cmd_run(ro, argc, argv);
+    if (*learn_cmd) return autosync_cli_learn::cmd_learn(lo);
+    if (*tune_cmd) return autosync_cli_learn::cmd_tune(to, argv[0]);
     return cmd_optimize(co, seed, json, out, header, allow_lossy, budget);
   } catch (const autosync::error& e) {
     std::cerr << "autosync: error: " << e.what() << "\n";

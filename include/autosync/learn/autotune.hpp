@@ -113,6 +113,7 @@ struct tune_options {
   std::size_t patience = 3;          // rounds without a better measured time (by > tolerance) end it
   double tolerance = 0.01;           // relative improvement that counts
   bool run_baselines = true;         // round 0 runs every baseline (the comparison)
+  double diversity = 0.3;            // weight of diversity against the relative score gap (diverse_top_k)
   std::uint64_t seed = 1;
   std::size_t search_evaluations = 2000;  // the search's budget for its optimum (0: no search)
   std::function<void(const tune_progress&)> on_progress;
@@ -156,7 +157,9 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   static_assert(Runner<R>, "learn::autotune: the runner must satisfy learn::Runner (trial_record run(const tune_target&, const strategy_desc&))");
   if (o.budget < 1) throw error("budget", "must be >= 1");
   if (o.per_round < 1) throw error("per_round", "must be >= 1");
-  const auto& m = t.model.spec;
+  // the model as the trials run it: compute scaled like `autosync run --compute-scale` (0: the
+  // iteration is communication only), so the ranking estimates what the trials measure
+  const model_spec m = scaled_compute(t.model.spec, t.settings.compute_scale);
   const auto& c = t.cluster;
   m.validate();
   c.validate();
@@ -273,7 +276,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
           rest_scores.push_back(scores[i]);
           back.push_back(i);
         }
-      for (auto k : diverse_top_k(rest, rest_scores, want)) pick.push_back(back[k]);
+      for (auto k : diverse_top_k(rest, rest_scores, want, o.diversity)) pick.push_back(back[k]);
     }
     if (pick.empty()) break;
 
