@@ -17,7 +17,14 @@
 
 #include <bit>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#ifndef AUTOSYNC_SOURCE_DIR
+#define AUTOSYNC_SOURCE_DIR "."
+#endif
 
 namespace {
 
@@ -114,3 +121,21 @@ TEST_CASE("gbt xgboost C API: shallow and single-leaf trees, several seeds") {
 }
 
 #endif  // AUTOSYNC_HAS_XGBOOST
+
+#ifdef AUTOSYNC_HAS_XGBOOST
+TEST_CASE("gbt xgboost C API: the hand-written fixture is a model XGBoost loads and predicts the same way") {
+  std::ifstream in(std::filesystem::path(AUTOSYNC_SOURCE_DIR) / "tests" / "data" / "gbt" / "xgb_hand.json", std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  gbt_test::booster b;
+  b.load_json(ss.str());
+  const auto f = autosync::gbt::parse_xgboost_json(ss.str());
+  const float nan = std::nanf("");
+  const std::vector<float> rows = {0.25f, 7.0f, 0.5f, -1.0f, 0.5f, -1.5f, nan, 0.0f, 1.0f, nan, nan, nan};
+  const auto ref = b.predict(rows, 6, 2, false);
+  std::vector<float> ours(6);
+  f.predict(rows, 6, ours);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(std::bit_cast<std::uint32_t>(ours[i]) == std::bit_cast<std::uint32_t>(ref[i]));
+}
+#endif
