@@ -1,0 +1,35 @@
+// autosync/gbt/model_error.hpp — the error the model loaders throw: it names the source (file
+// name), the line when the format has lines, and the field.
+//
+//   what(): "model.json: 'learner.gradient_booster.model.trees[3].left_children[5]': out of range"
+//           "model.txt:42: 'Tree=3.threshold[1]': is NaN"
+#pragma once
+
+#include <autosync/error.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace autosync::gbt {
+
+class model_error : public error {
+ public:
+  model_error(std::string_view source, std::size_t line, const std::string& field, std::string message)
+      : error(field, message), source_(source), line_(line), message_(std::move(message)) {
+    text_ = source_ + (line_ != 0 ? ":" + std::to_string(line_) : std::string()) + ": " +
+            (field.empty() ? std::string() : "'" + field + "': ") + message_;
+  }
+  [[nodiscard]] const char* what() const noexcept override { return text_.c_str(); }
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  [[nodiscard]] std::size_t line() const noexcept { return line_; }  // 1-based; 0 when the format has no lines
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+
+ private:
+  std::string source_;
+  std::size_t line_ = 0;
+  std::string message_, text_;
+};
+
+}  // namespace autosync::gbt
