@@ -22,6 +22,8 @@
 #include <autosync/cluster.hpp>
 #include <autosync/cost/corrected.hpp>
 #include <autosync/error.hpp>
+#include <autosync/gbt/emit.hpp>
+#include <autosync/gbt/xgboost.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/dataset.hpp>
@@ -33,11 +35,6 @@
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
-#if __has_include(<autosync/gbt/emit.hpp>) && __has_include(<autosync/gbt/xgboost.hpp>)
-#include <autosync/gbt/emit.hpp>
-#include <autosync/gbt/xgboost.hpp>
-#define AUTOSYNC_CLI_HAS_GBT 1
-#endif
 
 #include <cmath>
 #include <cstdint>
@@ -143,16 +140,12 @@ inline int cmd_learn(const learn_opts& o) {
     std::cout << "wrote " << o.out << " (XGBoost JSON, " << o.rounds << " trees on " << samples.size() << " records)\n";
   }
   if (!o.header.empty()) {
-#if defined(AUTOSYNC_CLI_HAS_GBT)
     const auto f = gbt::parse_xgboost_json(all.json(), "<trained model>");
     std::ofstream h(o.header, std::ios::binary);
     h << gbt::emit_header(f, o.name);
     h.close();
     if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
     std::cout << "wrote " << o.header << " (constexpr forest '" << o.name << "')\n";
-#else
-    throw error("--emit-header", "this autosync was built without the gbt evaluator (include/autosync/gbt/)");
-#endif
   }
   return 0;
 #else

@@ -143,12 +143,6 @@ struct tune_result {
   }
 };
 
-namespace detail {
-
-inline bool is_baseline_name(const std::string& n) { return n.rfind("baseline:", 0) == 0; }
-
-}  // namespace detail
-
 // The loop. `records` is the target's records file (read to resume, appended to); `source`
 // samples join every fit. Throws autosync::error on bad options or a failing runner.
 template <class R>
@@ -165,13 +159,18 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   c.validate();
   const std::string group = t.group();
 
+  // the baselines, by strategy (records name them "ddp", "baseline:ddp", ...)
+  std::set<std::string> baseline_keys;
+  for (const auto& s : baselines::all(m, c)) baseline_keys.insert(strategy_key(s));
+  auto is_baseline = [&](const strategy_desc& s) { return baseline_keys.count(strategy_key(s)) > 0; };
+
   tune_result res;
   std::vector<sample> target;
   std::set<std::string> tried;
   auto note = [&](const trial_record& r, double predicted, bool resumed) {
     auto s = make_sample(r);
     tried.insert(s.key);
-    res.trials.push_back(trial_result{r.strategy.name, s.measured, predicted, detail::is_baseline_name(r.strategy.name)});
+    res.trials.push_back(trial_result{r.strategy.name, s.measured, predicted, is_baseline(r.strategy)});
     if (res.trials.back().baseline && (res.best_baseline == 0.0 || s.measured < res.best_baseline)) {
       res.best_baseline = s.measured;
       res.best_baseline_name = r.strategy.name;
@@ -252,7 +251,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       forced.push_back(force ? 1 : 0);
       cands.push_back(std::move(s));
     };
-    for (const auto& s : fixed) consider(s, o.run_baselines && detail::is_baseline_name(s.name));
+    for (const auto& s : fixed) consider(s, o.run_baselines && is_baseline(s));
     if constexpr (!PoolRunner<R>) {
       auto sampled = sample_strategies(sp, o.proposals, o.seed * 1000003u + round);
       for (auto& s : sampled) {

@@ -1,0 +1,196 @@
+// bench_learn_eval — the learned correction and the autotune loop on measured trial records.
+//
+//   bench_learn_eval [records.jsonl ...]        (default: tests/data/trials/*.jsonl)
+//
+// Prints, in one run, each figure next to its anchor:
+//
+// 1. Ranking on held-out strategies (5-fold cross-validation; a fold holds out strategies by
+//    the hash of their JSON, never a record it trained on): pairwise accuracy and Spearman's rho
+//    within ranking groups (model, cluster, ranks, compute scale) for
+//      the analytical model alone, the analytical model + GBT correction (XGBoost, default
+//      parameters of learn::xgb_params), and the linear model on AutoSync's 12 features;
+//    anchor: AutoSync's simulator reached 0.83-0.94 pairwise (target here >= 0.95).
+// 2. Autotune per testbed case (a ranking group with at least 8 distinct strategies): the loop
+//    of learn/autotune.hpp over the recorded strategies (replay runner, 4 trials per round, no
+//    baseline forced first), without and with the other cases' records pooled into every fit
+//    (transfer). Reported: the best measured strategy vs the best measured baseline (anchor:
+//    AutoSync up to 1.6x), the trials the loop needed to reach 95 % of the final speedup with
+//    and without the source records, and what a random order needs on average.
+#include <autosync/cost/features.hpp>
+#include <autosync/learn/autotune.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/learn/linear.hpp>
+#include <autosync/learn/metrics.hpp>
+#include <autosync/learn/records.hpp>
+#include <autosync/learn/runners.hpp>
+#include <autosync/learn/train.hpp>
+#include <autosync/strategy/baselines.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace autosync;
+
+namespace {
+
+std::uint64_t fnv(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct scores {
+  double pairwise = NAN, spearman = NAN;
+};
+
+// Trials (1-based) until the best-so-far reaches `frac` of the final speedup over `base`.
+std::size_t trials_to(const std::vector<double>& best_so_far, double base, double frac) {
+  if (best_so_far.empty()) return 0;
+  const double final_speedup = base / best_so_far.back();
+  for (std::size_t i = 0; i < best_so_far.size(); ++i)
+    if (base / best_so_far[i] >= frac * final_speedup) return i + 1;
+  return best_so_far.size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::filesystem::path> files;
+  for (int i = 1; i < argc; ++i) files.emplace_back(argv[i]);
+  if (files.empty()) {
+    const std::filesystem::path dir = std::filesystem::path(AUTOSYNC_SOURCE_DIR) / "tests/data/trials";
+    if (std::filesystem::exists(dir))
+      for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().extension() == ".jsonl") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "bench_learn_eval: no records (pass records files, or put them in tests/data/trials/)\n");
+    return 1;
+  }
+  std::vector<learn::trial_record> recs;
+  try {
+    for (const auto& f : files) {
+      auto r = learn::read_records(f, learn::read_options{.skip_truncated_tail = true});
+      for (auto& x : r.records) recs.push_back(std::move(x));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_learn_eval: %s\n", e.what());
+    return 1;
+  }
+  const auto samples = learn::make_samples(recs);
+  std::set<std::string> groups;
+  for (const auto& s : samples) groups.insert(s.group);
+  std::printf("bench_learn_eval: %zu records in %zu files, %zu ranking groups\n\n", samples.size(), files.size(), groups.size());
+
+  // ---- 1. held-out ranking, 5-fold cross-validation by strategy ----------------------------
+  constexpr std::size_t folds = 5;
+  std::vector<double> meas, ana, cor, lin;
+  std::vector<std::string> grp;
+  for (std::size_t k = 0; k < folds; ++k) {
+    std::vector<learn::sample> train, test;
+    for (const auto& s : samples) (fnv(s.key + s.group) % folds == k ? test : train).push_back(s);
+    if (train.size() < 4 || test.empty()) continue;
+    const auto b = learn::train_booster(train);
+    const auto l = learn::fit_linear(train);
+    for (const auto& s : test) {
+      meas.push_back(s.measured);
+      ana.push_back(s.analytical);
+      cor.push_back(s.analytical * std::exp(static_cast<double>(b.predict(s.row))));
+      lin.push_back(l.predict(s.autosync));
+      grp.push_back(s.group);
+    }
+  }
+  auto score = [&](const std::vector<double>& p) { return scores{learn::pairwise_accuracy(p, meas, grp), learn::grouped_spearman(p, meas, grp)}; };
+  const auto sa = score(ana), sc = score(cor), sl = score(lin);
+  std::printf("1. ranking on held-out strategies (%zu-fold CV, %zu predictions)   anchor: AutoSync simulator 0.83-0.94 pairwise, target >= 0.95\n",
+              folds, meas.size());
+  std::printf("   predictor                          pairwise  Spearman   pairwise / 0.94\n");
+  std::printf("   analytical (cost::estimate)           %.3f     %6.3f       %.3f\n", sa.pairwise, sa.spearman, sa.pairwise / 0.94);
+  std::printf("   analytical + GBT correction           %.3f     %6.3f       %.3f\n", sc.pairwise, sc.spearman, sc.pairwise / 0.94);
+  std::printf("   linear on AutoSync's 12 features      %.3f     %6.3f       %.3f\n", sl.pairwise, sl.spearman, sl.pairwise / 0.94);
+  std::printf("   pairs whose measured times differ by > 5 %%: analytical %.3f, GBT %.3f, linear %.3f\n\n",
+              learn::pairwise_accuracy(ana, meas, grp, 0.05), learn::pairwise_accuracy(cor, meas, grp, 0.05),
+              learn::pairwise_accuracy(lin, meas, grp, 0.05));
+
+  // ---- 2. autotune per case ------------------------------------------------------------------
+  std::map<std::string, std::vector<std::size_t>> by_group;
+  for (std::size_t i = 0; i < recs.size(); ++i) by_group[samples[i].group].push_back(i);
+  std::printf("2. autotune per testbed case (replay of the recorded strategies, 4 per round)   anchor: AutoSync up to 1.6x over the best baseline\n");
+  std::printf("   %-52s %5s %11s %11s %8s %8s %8s %8s\n", "case", "pool", "best base", "autotuned", "speedup", "t95", "t95+src", "random");
+  const auto tmp = std::filesystem::temp_directory_path() / ("autosync-learn-eval-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  double sum_t = 0, sum_ts = 0, sum_r = 0;
+  std::size_t cases = 0;
+  for (const auto& [g, idx] : by_group) {
+    std::set<std::string> keys;
+    for (auto i : idx) keys.insert(samples[i].key);
+    if (keys.size() < 8) continue;
+    const auto& r0 = recs[idx.front()];
+    learn::tune_target t;
+    t.model = r0.model;
+    t.cluster = r0.cluster;
+    t.ranks = r0.environment.ranks;
+    t.ranks_per_node = r0.ranks_per_node;
+    t.settings = r0.settings;
+    std::set<std::string> base_keys;
+    for (const auto& b : baselines::all(t.model.spec, t.cluster)) base_keys.insert(learn::strategy_key(b));
+    double best_base = 0.0, best_all = 1e300;
+    for (auto i : idx) {
+      if (base_keys.count(samples[i].key) && (best_base == 0.0 || samples[i].measured < best_base)) best_base = samples[i].measured;
+      best_all = std::min(best_all, samples[i].measured);
+    }
+    if (best_base == 0.0) continue;
+    std::vector<learn::trial_record> own;
+    std::vector<learn::sample> source;
+    for (auto i : idx) own.push_back(recs[i]);
+    for (std::size_t i = 0; i < samples.size(); ++i)
+      if (samples[i].group != g) source.push_back(samples[i]);
+    learn::tune_options o;
+    o.budget = keys.size();
+    o.per_round = 4;
+    o.min_fit_samples = 4;
+    o.patience = 1000;
+    o.run_baselines = false;
+    const auto trainer = learn::default_trainer(learn::xgb_params{.rounds = 100});
+    auto run = [&](std::span<const learn::sample> src, const char* tag) {
+      const auto file = tmp / (std::to_string(fnv(g)) + tag + ".jsonl");
+      std::filesystem::remove(file);
+      learn::replay_runner rr(own);
+      return learn::autotune(t, rr, file, src, trainer, o);
+    };
+    const auto plain = run({}, "-plain");
+    const auto transfer = run(source, "-transfer");
+    const double speedup = best_base / plain.best_so_far().back();
+    const auto t95 = trials_to(plain.best_so_far(), best_base, 0.95);
+    const auto t95s = trials_to(transfer.best_so_far(), best_base, 0.95);
+    // random order: expected position of the first of the m strategies that reach 95 % of it
+    std::size_t good = 0;
+    std::set<std::string> seen;
+    for (auto i : idx)
+      if (seen.insert(samples[i].key).second && best_base / samples[i].measured >= 0.95 * speedup) ++good;
+    const double random_expect = static_cast<double>(keys.size() + 1) / static_cast<double>(good + 1);
+    std::printf("   %-52s %5zu %8.2f ms %8.2f ms %7.2fx %8zu %8zu %8.1f\n", g.c_str(), keys.size(), best_base * 1e3,
+                plain.best_so_far().back() * 1e3, speedup, t95, t95s, random_expect);
+    sum_t += static_cast<double>(t95);
+    sum_ts += static_cast<double>(t95s);
+    sum_r += random_expect;
+    ++cases;
+  }
+  std::filesystem::remove_all(tmp);
+  if (cases > 0)
+    std::printf("   mean trials to 95 %% of the final speedup over %zu cases: %.1f without source records, %.1f with (ratio %.2f), random order %.1f\n",
+                cases, sum_t / static_cast<double>(cases), sum_ts / static_cast<double>(cases), sum_ts / std::max(sum_t, 1.0),
+                sum_r / static_cast<double>(cases));
+  return 0;
+}
