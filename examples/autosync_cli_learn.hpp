@@ -21,6 +21,7 @@
 
 #include <autosync/cluster.hpp>
 #include <autosync/cost/corrected.hpp>
+#include <autosync/cost/default_correction.hpp>
 #include <autosync/error.hpp>
 #include <autosync/gbt/emit.hpp>
 #include <autosync/gbt/xgboost.hpp>
@@ -142,6 +143,12 @@ inline int cmd_learn(const learn_opts& o) {
   if (!o.header.empty()) {
     const auto f = gbt::parse_xgboost_json(all.json(), "<trained model>");
     std::ofstream h(o.header, std::ios::binary);
+    h << "// The learned correction of cost/corrected.hpp: y = log(measured / analytical iteration) from\n"
+         "// cost::compute_features, trained by `autosync learn` (XGBoost, "
+      << o.rounds << " rounds, depth " << o.depth << ", eta " << o.eta << ") on " << samples.size() << " trial records of\n//";
+    for (const auto& r : o.records) h << " " << std::filesystem::path(r).filename().string();
+    h << "\n// Regenerate (from the repository root, after building the autosync command):\n"
+         "//   build/bin/autosync learn --records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model\n";
     h << gbt::emit_header(f, o.name);
     h.close();
     if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
@@ -167,12 +174,13 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   to.per_round = o.per_round;
   to.proposals = o.proposals;
   to.seed = o.seed;
+  to.initial = cost::corrected_evaluator(cost::default_correction{});  // the embedded model until the loop can fit
   to.on_progress = [&](const learn::tune_progress& pg) {
     if (pg.phase == "resume" && pg.trials > 0)
       std::cout << "resumed " << pg.trials << " trial(s) from " << o.records << ", best " << msec(pg.best_measured) << " ("
                 << pg.best_strategy << ")\n";
     else if (pg.phase == "fit")
-      std::cout << "round " << pg.round << ": ranking " << (pg.corrected ? "with the learned correction" : "analytically") << "\n";
+      std::cout << "round " << pg.round << ": ranking " << (pg.corrected ? "with a learned correction" : "analytically") << "\n";
     else if (pg.phase == "trial") {
       char line[256];
       std::snprintf(line, sizeof line, "  [%4zu/%zu] %-28s measured %12s  predicted %12s  best %12s\n", pg.trials, pg.budget,

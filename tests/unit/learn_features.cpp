@@ -5,6 +5,7 @@
 // intra link 1 MB/s with alpha 1 ms, reduce 2 MB/s: a 2-rank ring all-reduce of S bytes costs
 // 2 alpha + S beta + S/2 gamma = 0.002 + 1.25e-6 S, 7 ms for one tensor.
 #include <autosync/cost/corrected.hpp>
+#include <autosync/cost/default_correction.hpp>
 #include <autosync/cost/features.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
@@ -284,4 +285,20 @@ TEST_CASE("linear model: exact least squares recovers a linear law") {
   q[11] = 2e-4;
   CHECK(lm.predict(q) == Approx(0.5 + 2.0 * 0.123 + 3.0 * 0.02 - 10.0 * 2e-4).epsilon(1e-9));
   CHECK_THROWS_AS((void)learn::linear_model::fit(std::span<const cost::autosync_row>{}, std::span<const double>{}), error);
+}
+
+TEST_CASE("the embedded default correction: analytical x exp(the constexpr forest's prediction)") {
+  static_assert(cost::Correction<cost::default_correction>);
+  static_assert(cost::default_correction::num_features() == cost::feature_count);
+  const auto m = tiny_model();
+  const auto c = one_node();
+  const auto s = one_group(m, group_desc{});
+  const auto f = cost::compute_features(m, c, s);
+  const double forest = static_cast<double>(gbt::default_model.predict(f.row));
+  const auto p = cost::corrected_estimate(m, c, s, cost::default_correction{});
+  CHECK(p.log_factor == forest);
+  CHECK(p.iteration == Approx(f.analytical.iteration * std::exp(forest)).epsilon(1e-12));
+  CHECK(cost::default_correction::num_trees() > 0);
+  const std::vector<float> short_row(3, 0.0f);
+  CHECK_THROWS_AS((void)cost::default_correction{}.predict(short_row), error);
 }

@@ -117,6 +117,9 @@ struct tune_options {
   std::uint64_t seed = 1;
   std::size_t search_evaluations = 2000;  // the search's budget for its optimum (0: no search)
   std::function<void(const tune_progress&)> on_progress;
+  // How candidates are ranked before the loop can fit (fewer than min_fit_samples, or no
+  // trainer): the analytical model, or e.g. cost::default_correction (the embedded model).
+  cost::corrected_evaluator initial;
 };
 
 struct trial_result {
@@ -231,7 +234,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
     // 2. fit
     std::vector<sample> pool(source.begin(), source.end());
     pool.insert(pool.end(), target.begin(), target.end());
-    cost::corrected_evaluator ev;
+    cost::corrected_evaluator ev = o.initial;
     if (fit && pool.size() >= o.min_fit_samples) ev = fit(pool);
     pg.corrected = ev.corrected();
     pg.last_measured = pg.last_predicted = 0.0;
