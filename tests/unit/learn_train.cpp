@@ -103,6 +103,18 @@ TEST_CASE("proposals: sampled strategies are valid, distinct and deterministic; 
   REQUIRE(pick.size() == 5);
   CHECK(scores[pick[0]] == *std::min_element(scores.begin(), scores.end()));
   CHECK(std::set<std::size_t>(pick.begin(), pick.end()).size() == 5);
+
+  // one move away from a strategy the space can express: valid, distinct, not the strategy itself
+  const auto base = sp.materialize(sp.equal_runs(group_desc{.fusion = fusion_value{1u << 20, 1u << 20}}, 2));
+  const auto near = learn::neighbors(sp, base, 20, 9);
+  CHECK(near.size() >= 10);
+  std::set<std::string> nk{learn::strategy_key(base)};
+  for (const auto& s : near) {
+    CHECK_NOTHROW(s.validate(src.spec, c));
+    nk.insert(learn::strategy_key(s));
+  }
+  CHECK(nk.size() == near.size() + 1);
+  CHECK(learn::neighbors(sp, base, 20, 9) == near);
 }
 
 #if defined(AUTOSYNC_HAS_XGBOOST)

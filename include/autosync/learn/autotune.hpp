@@ -109,6 +109,7 @@ struct tune_options {
   std::size_t budget = 200;          // target trials in all (resumed ones count)
   std::size_t per_round = 20;        // trials per round (AutoSync: 20-100)
   std::size_t proposals = 1000;      // sampled candidates per round
+  std::size_t neighbors = 60;        // candidates one move away from each of the 3 best measured
   std::size_t min_fit_samples = 8;   // fewer samples: rank analytically
   std::size_t patience = 3;          // rounds without a better measured time (by > tolerance) end it
   double tolerance = 0.01;           // relative improvement that counts
@@ -169,6 +170,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
 
   tune_result res;
   std::vector<sample> target;
+  std::vector<strategy_desc> target_strategies;  // target[i]'s strategy
   std::set<std::string> tried;
   auto note = [&](const trial_record& r, double predicted, bool resumed) {
     auto s = make_sample(r);
@@ -180,6 +182,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
     }
     if (!res.best || s.measured < median_iteration(*res.best)) res.best = r;
     target.push_back(std::move(s));
+    target_strategies.push_back(r.strategy);
     if (resumed) ++res.resumed;
   };
   tune_progress pg;
@@ -260,6 +263,17 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       for (auto& s : sampled) {
         s.name = "r" + std::to_string(round) + "-" + s.name;
         consider(std::move(s), false);
+      }
+      // around the best measured strategies
+      std::vector<std::size_t> order(target_strategies.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return target[x].measured < target[y].measured; });
+      for (std::size_t q = 0; q < std::min<std::size_t>(3, order.size()) && o.neighbors > 0; ++q) {
+        auto near = neighbors(sp, target_strategies[order[q]], o.neighbors, o.seed * 7919u + round * 31u + q);
+        for (auto& s : near) {
+          s.name = "r" + std::to_string(round) + "-n" + std::to_string(q) + "-" + std::to_string(&s - near.data());
+          consider(std::move(s), false);
+        }
       }
     }
     if (cands.empty()) break;  // nothing left to try

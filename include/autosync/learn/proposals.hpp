@@ -10,6 +10,8 @@
 //                       (possibly partitioned, parameter-server) group with probability 1/4.
 //                       Infeasible draws are redrawn; duplicates (same strategy up to its name)
 //                       are dropped. Deterministic for a seed.
+// * neighbors           one move away from a strategy (the loop explores around the best
+//                       measured ones: a local search under the corrected estimate).
 // * diverse_top_k       greedy: the best-scored candidate first, then repeatedly the one with
 //                       the best score + diversity trade-off, where diversity is the fraction
 //                       of tensors whose group strategy differs from every already-picked
@@ -70,6 +72,45 @@ namespace autosync::learn {
     if (!seen.insert(strategy_key(s)).second) continue;
     s.name = "sample-" + std::to_string(out.size());
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Up to n strategies one move away from s (when the search space can express s): one aspect
+// of one run or of one override group randomized, or a large tensor given its own group / taken
+// back into its run. Valid, distinct from s and from each other; deterministic for a seed.
+[[nodiscard]] inline std::vector<strategy_desc> neighbors(const search::space& sp, const strategy_desc& s, std::size_t n, std::uint64_t seed) {
+  std::vector<strategy_desc> out;
+  const auto base = sp.lift(s);
+  if (!base) return out;
+  search::random rng(seed);
+  std::set<std::string> seen{strategy_key(s)};
+  for (std::size_t attempt = 0; out.size() < n && attempt < n * 20 + 20; ++attempt) {
+    auto c = *base;
+    const auto move = rng.below(3);
+    const auto a = search::all_aspects[rng.below(search::all_aspects.size())];
+    if (move == 0 || sp.slots().empty()) {
+      (void)sp.randomize(c.runs[rng.below(c.runs.size())], a, rng, nullptr);
+    } else {
+      const auto sl = static_cast<std::size_t>(rng.below(sp.slots().size()));
+      const tensor& t = sp.model().tensors[sp.slots()[sl]];
+      if (move == 1 && c.own[sl]) {
+        (void)sp.randomize(c.owned[sl], a, rng, &t);
+      } else if (!sp.slot_sparse(sl)) {
+        c.own[sl] = c.own[sl] ? 0 : 1;
+        if (c.own[sl]) (void)sp.randomize(c.owned[sl], a, rng, &t);
+      }
+    }
+    if (!sp.feasible(c)) continue;
+    auto x = sp.materialize(c);
+    try {
+      x.validate(sp.model(), sp.cluster());
+    } catch (const error&) {
+      continue;
+    }
+    if (!seen.insert(strategy_key(x)).second) continue;
+    x.name = s.name + "~" + std::to_string(out.size());
+    out.push_back(std::move(x));
   }
   return out;
 }
