@@ -23,6 +23,11 @@ if ! reason=$("$testbed" check); then
 fi
 echo "$reason"
 
+# a run killed before its teardown (ctest's timeout) leaves astb-ct<pid>-*: remove those of dead runs
+for stale in $(ip netns list | awk '{print $1}' | sed -n 's/^astb-ct\([0-9]*\)-.*/\1/p' | sort -u); do
+  kill -0 "$stale" 2>/dev/null || "$testbed" down --name "ct$stale" || true
+done
+
 rm -rf "$work"
 mkdir -p "$work"
 cd "$work"

@@ -134,7 +134,7 @@ teardown() {
 }
 
 # ---- up ----------------------------------------------------------------------------------------
-UP_NAME=tb HOSTS=0 RPH=1 RATE=500mbit RATES="" DELAY=0 DELAYS="" CLUSTER_OUT="" MEASURE=1
+UP_NAME=tb HOSTS="" RPH=1 RATE=500mbit RATES="" DELAY=0 DELAYS="" CLUSTER_OUT="" MEASURE=1
 parse_up_opt() {  # returns the number of arguments consumed (via UP_SHIFT), 0 when not an up option
   UP_SHIFT=2
   case "$1" in
@@ -372,7 +372,7 @@ case "$verb" in
       [ "$UP_SHIFT" -gt 0 ] || die "up: unknown option '$1'"
       shift "$UP_SHIFT"
     done
-    [ "$HOSTS" -ge 1 ] 2>/dev/null || die "up: --hosts N is required"
+    [ -n "$HOSTS" ] || die "up: --hosts N is required"
     CREATING=""
     trap 'rc=$?; if [ $rc -ne 0 ] && [ -n "$CREATING" ]; then teardown "$CREATING"; fi; exit $rc' EXIT
     trap 'exit 130' INT
@@ -406,7 +406,7 @@ case "$verb" in
     done
     [ "${1:-}" = -- ] || die "exec: give the mpirun arguments after --"
     shift
-    [ "$HOSTS" -ge 1 ] 2>/dev/null || die "exec: --hosts N is required"
+    [ -n "$HOSTS" ] || die "exec: --hosts N is required"
     check_name "$UP_NAME"
     [ -z "$(our_namespaces "$UP_NAME")" ] || die "testbed '$UP_NAME' exists: testbed.sh down --name $UP_NAME"
     trap 'teardown "$UP_NAME"' EXIT
