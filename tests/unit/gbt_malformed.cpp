@@ -151,6 +151,7 @@ TEST_CASE("gbt malformed: LightGBM text") {
   CHECK(lgb(replaced(ok, "max_feature_idx=2", "max_feature_idx=99999999999")) ==
         "m.txt:6: 'max_feature_idx': 99999999999 is out of range [0, 4294967294]");
   CHECK(lgb(replaced(ok, "num_leaves=3\n", "")) == "m.txt:12: 'Tree=0.num_leaves': is missing");
+  CHECK(lgb(replaced(ok, "max_feature_idx=2\n", "")) == "m.txt:1: 'max_feature_idx': is missing");
   // structure of the file
   CHECK(lgb(replaced(ok, "Tree=1", "Tree=7")) == "m.txt:31: 'Tree': trees must be numbered 0, 1, ...; expected Tree=1");
   CHECK(lgb(replaced(ok, "num_cat=0\nsplit_feature=0 1", "num_leaves=3\nsplit_feature=0 1")) == "m.txt:14: 'Tree=0.num_leaves': appears twice");

@@ -240,6 +240,7 @@ inline forest parse_lightgbm_text(std::string_view text, std::string_view source
   const reader r{source};
   // Split into the header and the Tree= sections, up to "end of trees".
   std::vector<section> sections(1);
+  sections.front().line = 1;  // a missing header key is reported at the 'tree' line
   std::size_t line_no = 0;
   bool ended = false, first = true;
   for (std::size_t pos = 0;;) {
