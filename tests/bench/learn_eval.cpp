@@ -9,7 +9,9 @@
 //    within ranking groups (model, cluster, ranks, compute scale) for
 //      the analytical model alone, the analytical model + GBT correction (XGBoost, default
 //      parameters of learn::xgb_params), and the linear model on AutoSync's 12 features;
-//    anchor: AutoSync's simulator reached 0.83-0.94 pairwise (target here >= 0.95).
+//    anchor: AutoSync's simulator reached 0.83-0.94 pairwise (target here >= 0.95). Next to it,
+//    the data's own repeatability: the median of each trial's even iterations ranking the median
+//    of its odd ones (no predictor ranks measurements better than they repeat).
 // 2. Autotune per testbed case (a ranking group with at least 8 distinct strategies): the loop
 //    of learn/autotune.hpp over the recorded strategies (replay runner, 4 trials per round, no
 //    baseline forced first), without and with the other cases' records pooled into every fit
@@ -119,9 +121,30 @@ int main(int argc, char** argv) {
   std::printf("   analytical (cost::estimate)           %.3f     %6.3f       %.3f\n", sa.pairwise, sa.spearman, sa.pairwise / 0.94);
   std::printf("   analytical + GBT correction           %.3f     %6.3f       %.3f\n", sc.pairwise, sc.spearman, sc.pairwise / 0.94);
   std::printf("   linear on AutoSync's 12 features      %.3f     %6.3f       %.3f\n", sl.pairwise, sl.spearman, sl.pairwise / 0.94);
-  std::printf("   pairs whose measured times differ by > 5 %%: analytical %.3f, GBT %.3f, linear %.3f\n\n",
+  std::printf("   pairs whose measured times differ by > 5 %%: analytical %.3f, GBT %.3f, linear %.3f\n",
               learn::pairwise_accuracy(ana, meas, grp, 0.05), learn::pairwise_accuracy(cor, meas, grp, 0.05),
               learn::pairwise_accuracy(lin, meas, grp, 0.05));
+  // The measurement's own repeatability bounds any predictor: the median of a trial's even
+  // iterations "predicting" the median of its odd ones.
+  {
+    std::vector<double> even, odd;
+    std::vector<std::string> g2;
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      const auto& its = recs[i].iterations;
+      if (its.size() < 2) continue;
+      std::vector<double> a, b;
+      for (std::size_t k = 0; k < its.size(); ++k) (k % 2 ? b : a).push_back(its[k].iteration);
+      auto med = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      };
+      even.push_back(med(a));
+      odd.push_back(med(b));
+      g2.push_back(samples[i].group);
+    }
+    std::printf("   repeatability (even iterations' median ranking the odd ones', %zu trials): pairwise %.3f, Spearman %.3f\n\n", even.size(),
+                learn::pairwise_accuracy(even, odd, g2), learn::grouped_spearman(even, odd, g2));
+  }
 
   // ---- 2. autotune per case ------------------------------------------------------------------
   std::map<std::string, std::vector<std::size_t>> by_group;
