@@ -5,6 +5,7 @@
 // a term in the tree share, one in the bucket count). Everything else — strategies sampled
 // from the search space, records, the join, XGBoost, the loop — is the real path.
 #include <autosync/cost/corrected.hpp>
+#include <autosync/gbt/xgboost.hpp>
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/metrics.hpp>
 #include <autosync/learn/proposals.hpp>
@@ -174,6 +175,16 @@ TEST_CASE("an XGBoost model saved as JSON and loaded again predicts the same bit
   loaded.predict(x, samples.size(), b);
   CHECK(a == b);
   CHECK(booster.json() == loaded.json());
+  // the other path: the saved JSON read by autosync's own evaluator (no XGBoost at inference)
+  const auto forest = gbt::load_xgboost_json(path);
+  CHECK(forest.num_features() == cost::feature_count);
+  CHECK(forest.num_trees() == 40);
+  std::vector<float> c2(samples.size());
+  forest.predict(x, samples.size(), c2);
+  CHECK(c2 == a);  // the same bits as XGBoost's own prediction
+  static_assert(cost::Correction<gbt::forest>);
+  const auto via_forest = cost::corrected_estimate(src.spec, c, recs[3].strategy, forest);
+  CHECK(via_forest.log_factor == Approx(static_cast<double>(a[3])).epsilon(1e-6));
   // a corrected estimate through the booster is analytical x exp(its prediction)
   const auto p = cost::corrected_estimate(src.spec, c, recs[3].strategy, learn::shared_booster{std::make_shared<const learn::xgb_booster>(learn::xgb_booster::load(path))});
   CHECK(p.iteration == Approx(p.analytical.iteration * std::exp(static_cast<double>(a[3]))).epsilon(1e-12));
