@@ -29,7 +29,7 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/executor.hpp>
-#include <autosync/exec/nccl/backend.hpp>
+#include <autosync/exec/nccl/communicator.hpp>
 #include <autosync/exec/nccl/collectives.hpp>
 #include <autosync/exec/nccl/device_kernels.hpp>
 #include <autosync/exec/plan.hpp>

@@ -18,7 +18,7 @@
 
 #include <autosync/error.hpp>
 #include <autosync/exec/collectives.hpp>
-#include <autosync/exec/nccl/backend.hpp>
+#include <autosync/exec/nccl/communicator.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/partitioner.hpp>
 #include <autosync/policy/topology.hpp>
