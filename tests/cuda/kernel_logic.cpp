@@ -49,22 +49,16 @@ double random_double(std::mt19937_64& rng, int lo, int hi) {
   return ((rng() & 1) ? -1.0 : 1.0) * std::ldexp(m, e);
 }
 
-// The kernels' walk (kernels.cuh for_each_element) on the host: same order, same advance rule.
+// The kernels' walk (kernels.cuh for_each_element) on the host: the grid loop around the same
+// per-thread ew::walk_tile the kernels run.
 template <class Op>
 void walk(const std::vector<ew::segment_row>& rows, std::int64_t n, int threads, int items, int grid, Op op) {
   const std::int64_t tile = static_cast<std::int64_t>(threads) * items;
   const int nrows = static_cast<int>(rows.size());
   for (int block = 0; block < grid; ++block)
     for (int tid = 0; tid < threads; ++tid)
-      for (std::int64_t start = block * tile; start < n; start += grid * tile) {
-        int r = ew::locate(rows.data(), nrows, start);
-        for (int j = 0; j < items; ++j) {
-          const std::int64_t e = start + static_cast<std::int64_t>(j) * threads + tid;
-          if (e >= n) break;
-          while (r + 1 < nrows && rows[static_cast<std::size_t>(r) + 1].fused <= e) ++r;
-          op(e, rows[static_cast<std::size_t>(r)]);
-        }
-      }
+      for (std::int64_t start = block * tile; start < n; start += grid * tile)
+        ew::walk_tile(rows.data(), nrows, n, start, threads, items, tid, op);
 }
 
 std::vector<ew::segment_row> rows_of(const autosync::exec::plan_bucket& b) {

@@ -212,4 +212,21 @@ AUTOSYNC_HD std::int64_t tensor_element(const segment_row& s, std::int64_t i) {
   return s.offset + b * s.stride + (k - b * s.block);
 }
 
+// One thread's share of one tile (kernels.cuh for_each_element): elements start + j * threads
+// + tid for j < items, below n, each with its row; the row is located once per tile and
+// advanced (elements grow with j). The host test runs this very function.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <class Op>
+AUTOSYNC_HD void walk_tile(const segment_row* rows, int nrows, std::int64_t n, std::int64_t start, int threads, int items, int tid, Op&& op) {
+  int r = locate(rows, nrows, start);
+  for (int j = 0; j < items; ++j) {
+    const std::int64_t e = start + static_cast<std::int64_t>(j) * threads + tid;
+    if (e >= n) break;
+    while (r + 1 < nrows && rows[r + 1].fused <= e) ++r;
+    op(e, rows[r]);
+  }
+}
+
 }  // namespace autosync::exec::nccl::ew

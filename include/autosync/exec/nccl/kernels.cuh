@@ -48,17 +48,8 @@ inline unsigned grid_of(std::int64_t n) {
 // Calls op(e, row) for every fused element e of the bucket, as described above.
 template <class Op>
 __device__ __forceinline__ void for_each_element(const ew::segment_row* rows, int nrows, std::int64_t n, Op op) {
-  for (std::int64_t start = static_cast<std::int64_t>(blockIdx.x) * tile; start < n;
-       start += static_cast<std::int64_t>(gridDim.x) * tile) {
-    int r = ew::locate(rows, nrows, start);
-#pragma unroll
-    for (int j = 0; j < items; ++j) {
-      const std::int64_t e = start + static_cast<std::int64_t>(j) * threads + threadIdx.x;
-      if (e >= n) break;
-      while (r + 1 < nrows && rows[r + 1].fused <= e) ++r;
-      op(e, rows[r]);
-    }
-  }
+  for (std::int64_t start = static_cast<std::int64_t>(blockIdx.x) * tile; start < n; start += static_cast<std::int64_t>(gridDim.x) * tile)
+    ew::walk_tile(rows, nrows, n, start, threads, items, static_cast<int>(threadIdx.x), op);
 }
 
 // Raw copies, U = the element's storage type (2, 4 or 8 bytes).
