@@ -250,10 +250,12 @@ void topologies(comms<nccl_backend>& c) {
       }
       // sparse: rows of 1 element; this rank touched the rows with (row + rank) % 3 != 0
       std::vector<std::int64_t> rows;
-      std::vector<double> touched(n, 0.0), sparse_sum(n, 0.0);
-      for (std::size_t i = 0; i < n; ++i)
-        for (int q = 0; q < p; ++q)
-          if ((i + static_cast<std::size_t>(q)) % 3 != 0) sparse_sum[i] += rank_vector(seed, q, n)[i];
+      std::vector<double> sparse_sum(n, 0.0);
+      for (int q = 0; q < p; ++q) {
+        const auto v = rank_vector(seed, q, n);
+        for (std::size_t i = 0; i < n; ++i)
+          if ((i + static_cast<std::size_t>(q)) % 3 != 0) sparse_sum[i] += v[i];
+      }
       for (std::size_t i = 0; i < n; ++i)
         if ((i + static_cast<std::size_t>(r)) % 3 != 0) rows.push_back(static_cast<std::int64_t>(i));
       d.put(mine);  // untouched rows hold garbage (non-zero): the contract ignores them
