@@ -94,7 +94,11 @@ class forest {
   [[nodiscard]] std::size_t num_trees() const noexcept { return roots_.size(); }
   [[nodiscard]] std::size_t num_nodes() const noexcept { return feature_.size(); }  // internal nodes
   [[nodiscard]] std::size_t num_leaves() const noexcept { return leaf_value_.size(); }
-  [[nodiscard]] std::size_t depth(std::size_t tree) const { return depth_.at(tree); }  // internal levels on the longest path
+  // Levels of splits on the tree's longest root-to-leaf path (0 for a single leaf).
+  [[nodiscard]] std::size_t depth(std::size_t tree) const {
+    if (tree >= depth_.size()) throw error("tree", std::to_string(tree) + " is out of range (the forest has " + std::to_string(depth_.size()) + " trees)");
+    return depth_[tree];
+  }
   [[nodiscard]] double base_margin() const noexcept { return base_margin_; }
   [[nodiscard]] output_transform transform() const noexcept { return transform_; }
   [[nodiscard]] accumulation accumulation_type() const noexcept { return acc_; }
