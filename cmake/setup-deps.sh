@@ -15,6 +15,7 @@ core=(
   libboost-dev libeigen3-dev doctest-dev nlohmann-json3-dev libcli11-dev
   libopenmpi-dev openmpi-bin libbenchmark-dev
   clang libclang-rt-14-dev
+  iproute2  # tests/testbed: ip and tc (emulated hosts in network namespaces, shaped links)
 )
 extra=()
 for arg in "$@"; do

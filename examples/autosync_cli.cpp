@@ -9,6 +9,8 @@
 //   mpirun -np N autosync run --strategy s.json [--model NAME|FILE] [--scale X] [--cluster NAME|FILE]
 //                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
 //                     [--records trials.jsonl] [--seed N]
+//   autosync sample --model NAME|FILE [--scale X] --cluster NAME|FILE --out-dir DIR [--count N] [--seed N]
+//                     [--baselines] [--search] [--allow-lossy] [--max-runs N]
 //
 // `run` executes a strategy for real on the MPI ranks (exec::executor on exec::mpi_backend):
 //
@@ -253,6 +255,122 @@ int cmd_explain(const common_opts& co, const std::string& file) {
   if (!co.timeline.empty()) {
     write_file(co.timeline, io::timeline_svg(m, s, p, m.name + " on " + c.name + ": " + s.name), "timeline");
     std::cout << "wrote " << co.timeline << "\n";
+  }
+  return 0;
+}
+
+// --- autosync sample: strategies to try for real (random draws, baselines, the search's pick) ------
+//
+// Random draws come from the search's own space (search/space.hpp), so every draw obeys the
+// knowledge rules the search obeys and validates against the model and cluster:
+//
+//   runs:      1..max-runs contiguous runs of the dense tensors in backward order (random cut
+//              points; runs whose tiny tensors would go unfused are merged, space::repair_tiny)
+//   per run:   architecture drawn first (it chooses the aspects only it reads), then each other
+//              aspect redrawn with probability 1/2 (space::randomize: only allowed values)
+//   overrides: sparse tensors always own a group (parameter_server or all_gather), each large
+//              dense tensor with probability 1/2 (its own partitioner, placement, ...)
+//
+// A draw that is infeasible (space::feasible) or a duplicate of an earlier one is drawn again.
+// `--baselines` adds every baseline of strategy/baselines.hpp and `--search` the strategy
+// search::optimize finds (with --seed), all for the same (scaled) model and cluster. Files:
+// DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json; one path per line
+// on stdout.
+struct sample_opts {
+  std::string model, cluster, out_dir;
+  double scale = 1.0;
+  int count = 10, max_runs = 8;
+  std::uint64_t seed = 1;
+  bool baselines = false, search = false, allow_lossy = false;
+};
+
+void sample_group(const search::space& sp, group_desc& g, search::random& rng, const tensor* t) {
+  if (!t || !t->sparse || rng.chance(0.5)) sp.randomize(g, search::aspect::architecture, rng, t);
+  for (auto a : search::all_aspects)
+    if (a != search::aspect::architecture && rng.chance(0.5)) sp.randomize(g, a, rng, t);
+}
+
+search::candidate sample_candidate(const search::space& sp, search::random& rng, int max_runs) {
+  const auto& m = sp.model();
+  const std::size_t n = sp.dense().size();
+  search::candidate c = sp.uniform(group_desc{});
+  if (n > 1) {
+    const std::size_t runs = 1 + rng.below(std::min<std::size_t>(static_cast<std::size_t>(max_runs), n));
+    std::vector<std::uint32_t> cuts;
+    while (cuts.size() + 1 < runs) {
+      const auto p = static_cast<std::uint32_t>(1 + rng.below(n - 1));
+      if (std::find(cuts.begin(), cuts.end(), p) == cuts.end()) cuts.push_back(p);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    c.starts = {0};
+    c.starts.insert(c.starts.end(), cuts.begin(), cuts.end());
+    c.runs.assign(c.starts.size(), group_desc{});
+  }
+  for (auto& g : c.runs) sample_group(sp, g, rng, nullptr);
+  for (std::size_t s = 0; s < sp.slots().size(); ++s) {
+    const tensor& t = m.tensors[sp.slots()[s]];
+    if (!sp.slot_sparse(s) && !rng.chance(0.5)) continue;
+    c.own[s] = 1;
+    c.owned[s] = t.sparse ? search::space::sparse_default() : group_desc{};
+    sample_group(sp, c.owned[s], rng, &t);
+  }
+  sp.repair_tiny(c);
+  return c;
+}
+
+int cmd_sample(const sample_opts& so) {
+  if (so.count < 0) throw error("--count", "must be >= 0, got " + std::to_string(so.count));
+  if (so.max_runs < 1) throw error("--max-runs", "must be >= 1, got " + std::to_string(so.max_runs));
+  if (so.out_dir.empty()) throw error("--out-dir", "is required");
+  if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");
+  if (so.scale != 1.0 && looks_like_file(so.model))
+    throw error("--scale", "applies to zoo models only; '" + so.model + "' is a file");
+  const auto m = looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale);
+  const auto c = load_cluster(so.cluster);
+  std::error_code ec;
+  std::filesystem::create_directories(so.out_dir, ec);
+  if (ec) throw error("--out-dir", "cannot create '" + so.out_dir + "': " + ec.message());
+  auto emit = [&](const strategy_desc& s, const std::string& file) {
+    const auto path = (std::filesystem::path(so.out_dir) / file).string();
+    write_file(path, io::to_json(s).dump() + "\n", "strategy");
+    std::cout << path << "\n";
+  };
+
+  search::space_options spo;
+  spo.allow_lossy = so.allow_lossy;
+  const search::space sp(m, c, spo);
+  search::random rng(so.seed);
+  std::vector<std::string> seen;
+  int drawn = 0;
+  const long attempts = 200L * so.count + 1000;
+  for (long a = 0; a < attempts && drawn < so.count; ++a) {
+    const auto cand = sample_candidate(sp, rng, so.max_runs);
+    if (!sp.feasible(cand)) continue;
+    auto s = sp.materialize(cand);
+    s.name = "random-" + std::to_string(so.seed) + "-" + std::to_string(drawn);
+    try {
+      s.validate(m, c);
+    } catch (const error&) {
+      continue;  // the space's rules let it through, the descriptor's do not: draw again
+    }
+    auto text = io::to_json(s).dump();
+    text.erase(0, text.find(",\"groups\""));  // compare without the name
+    if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
+    seen.push_back(std::move(text));
+    emit(s, s.name + ".json");
+    ++drawn;
+  }
+  if (drawn < so.count)
+    throw error("--count", "drew only " + std::to_string(drawn) + " distinct valid strategies of " + std::to_string(so.count) +
+                               " for " + m.name + " on " + c.name + " (the space may be too small)");
+  if (so.baselines || so.search) {
+    search::options opt;
+    opt.seed = so.seed;
+    opt.allow_lossy = so.allow_lossy;
+    const auto r = search::optimize(m, c, opt);
+    if (so.baselines)
+      for (const auto& bl : r.baselines) emit(bl.strategy, "baseline-" + bl.name + ".json");
+    if (so.search) emit(r.strategy, "autosync.json");
   }
   return 0;
 }
@@ -602,6 +720,19 @@ int main(int argc, char** argv) {
   run->add_option("--records", ro.records, "append a trial record (JSON Lines) to this file");
   run->add_option("--seed", ro.seed, "seed of the synthetic gradients")->capture_default_str();
 
+  sample_opts so;
+  auto* sample = app.add_subcommand("sample", "write strategies to try: random draws from the search space, baselines, the search's pick");
+  sample->add_option("--model", so.model, "zoo model name or model JSON file")->required();
+  sample->add_option("--scale", so.scale, "scale a zoo model's dim 0 (as `run --scale`)")->capture_default_str();
+  sample->add_option("--cluster", so.cluster, "cluster preset name or cluster JSON file")->required();
+  sample->add_option("--out-dir", so.out_dir, "directory for the strategy JSON files")->required();
+  sample->add_option("--count", so.count, "random strategies to draw")->capture_default_str();
+  sample->add_option("--seed", so.seed, "random seed (draws and search are deterministic for a seed)")->capture_default_str();
+  sample->add_option("--max-runs", so.max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
+  sample->add_flag("--baselines", so.baselines, "also write every baseline strategy");
+  sample->add_flag("--search", so.search, "also write the strategy the search finds");
+  sample->add_flag("--allow-lossy", so.allow_lossy, "let draws and search use lossy compression (fp16/bf16)");
+
   // `autosync --model x ...` means `autosync optimize --model x ...`
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0].starts_with("--") && args[0] != "--help") args.insert(args.begin(), "optimize");
@@ -630,6 +761,7 @@ int main(int argc, char** argv) {
     }
     if (*explain) return cmd_explain(co, strategy_file);
     if (*run) return cmd_run(ro, argc, argv);
+    if (*sample) return cmd_sample(so);
     return cmd_optimize(co, seed, json, out, header, allow_lossy, budget);
   } catch (const autosync::error& e) {
     std::cerr << "autosync: error: " << e.what() << "\n";
