@@ -139,3 +139,30 @@ TEST_CASE("gbt xgboost C API: the hand-written fixture is a model XGBoost loads 
   for (std::size_t i = 0; i < 6; ++i) CHECK(std::bit_cast<std::uint32_t>(ours[i]) == std::bit_cast<std::uint32_t>(ref[i]));
 }
 #endif
+
+#ifdef AUTOSYNC_HAS_XGBOOST
+TEST_CASE("gbt xgboost C API: extreme margins (sigmoid saturation) agree with XGBoost") {
+  std::ifstream in(std::filesystem::path(AUTOSYNC_SOURCE_DIR) / "tests" / "data" / "gbt" / "xgb_hand.json", std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  // Leaves far beyond expf's range: margins of -120, +95 and -87 (just inside).
+  std::string text = ss.str();
+  const std::string from = "\"split_conditions\": [5E-1, 2.5E-1, -1E0, -5E-1, 7.5E-1]";
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), "\"split_conditions\": [5E-1, -1.20125E2, -1E0, -8.7125E1, 9.4875E1]");
+  gbt_test::booster b;
+  b.load_json(text);
+  const auto f = autosync::gbt::parse_xgboost_json(text);
+  const std::vector<float> rows = {0.25f, 0.0f, 0.5f, -1.5f, 0.5f, 0.0f};
+  const auto ref = b.predict(rows, 3, 2, false);
+  const auto ref_margin = b.predict(rows, 3, 2, true);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::span<const float> row(&rows[i * 2], 2);
+    CAPTURE(i);
+    CHECK(f.predict_margin(row) == ref_margin[i]);
+    CHECK(std::bit_cast<std::uint32_t>(f.predict(row)) == std::bit_cast<std::uint32_t>(ref[i]));
+  }
+}
+#endif
