@@ -21,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #ifndef AUTOSYNC_SOURCE_DIR
 #define AUTOSYNC_SOURCE_DIR "."
@@ -32,7 +33,8 @@ struct agreement {
   std::size_t rows = 0, equal_margin = 0, equal_pred = 0, equal_dense = 0;
 };
 
-agreement compare(const std::string& objective, const std::string& kind, int depth, int rounds, std::uint64_t seed) {
+agreement compare(const std::string& objective, const std::string& kind, int depth, int rounds, std::uint64_t seed,
+                  const std::string& base_score = "") {
   const std::size_t n_train = 2000, n_test = 1500, m = 8;
   const auto x = gbt_test::random_rows(n_train, m, 0.15, seed);
   const auto y = gbt_test::labels(x, n_train, m, kind, seed + 1);
@@ -42,7 +44,9 @@ agreement compare(const std::string& objective, const std::string& kind, int dep
   gbt_test::train(b, d,
                   {{"objective", objective}, {"max_depth", std::to_string(depth)}, {"eta", "0.3"}, {"tree_method", "hist"},
                    {"nthread", "1"}, {"seed", std::to_string(seed)}, {"subsample", "0.9"}},
-                  rounds);
+                  0);
+  if (!base_score.empty()) b.set("base_score", base_score);  // stored in output space; the link makes the margin
+  gbt_test::train(b, d, {}, rounds);
   const std::string json = b.save_json();
   // What XGBoost predicts from the saved file, not from the booster's training-time state.
   gbt_test::booster reloaded;
@@ -51,6 +55,7 @@ agreement compare(const std::string& objective, const std::string& kind, int dep
   const autosync::gbt::forest f = autosync::gbt::parse_xgboost_json(json, objective + ".json");
   CHECK(f.num_trees() == static_cast<std::size_t>(rounds));
   CHECK(f.num_features() == m);
+  if (!base_score.empty()) CHECK(f.base_margin() != 0.0);  // the setting reached the saved model
 
   auto t = gbt_test::random_rows(n_test, m, 0.2, seed + 2);
   t[0] = 1e30f;  // far outside the training range
@@ -97,6 +102,16 @@ TEST_CASE("gbt xgboost C API: predictions agree bit for bit (100 trees, depth 6,
     CHECK(a.equal_margin == a.rows);
     CHECK(a.equal_pred == a.rows);
     CHECK(a.equal_dense == a.rows);
+  }
+}
+
+TEST_CASE("gbt xgboost C API: base_score other than 0.5 goes through the objective's link") {
+  for (const auto& [objective, kind, base] : {std::tuple{"binary:logistic", "binary", "0.3"}, std::tuple{"count:poisson", "count", "2.5"},
+                                              std::tuple{"reg:squarederror", "real", "1.7"}, std::tuple{"binary:logitraw", "binary", "0.2"}}) {
+    CAPTURE(objective);
+    const agreement a = compare(objective, kind, 3, 10, 21, base);
+    CHECK(a.equal_margin == a.rows);
+    CHECK(a.equal_pred == a.rows);
   }
 }
 
