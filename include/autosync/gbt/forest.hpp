@@ -151,14 +151,15 @@ class forest {
       batch_as<double>(rows.data(), n_rows, out.data(), transformed);
   }
 
-  // Interleaved walks: K independent root-to-leaf walks advance one level per step, so their
-  // loads overlap instead of forming one long dependency chain. A walk that reached its leaf (a
-  // negative reference) stays there: the step is branch-free, reading node 0 as a harmless dummy.
-  // `steps` is the depth of the deepest of the K trees.
-  // Walks interleaved: 8 trees for one row; 32 rows of one tree in a batch (measured best of
+  // Walks interleaved: 8 trees for one row; 32 rows of one tree in a batch (32 measured best of
   // 4/8/16/32 with tests/bench/gbt_predict.cpp: 100 trees of depth 6, x86-64).
   static constexpr std::size_t lanes = 8;
   static constexpr std::size_t batch_lanes = 32;
+
+  // Interleaved walks: K independent root-to-leaf walks advance one level per step, so their
+  // loads overlap instead of forming one long dependency chain. A walk that reached its leaf (a
+  // negative reference) stays there: the step is branch-free, reading node 0 as a harmless dummy
+  // (it exists whenever steps > 0). `steps` is the depth of the deepest of the K trees.
   template <std::size_t K>
   void walk(std::int32_t (&n)[K], const float* const* rows, std::size_t steps) const noexcept {
     const std::uint32_t* feature = feature_.data();
