@@ -54,7 +54,7 @@ inline void gbt_check_forest(const gbt::forest& f, std::string_view text) {
   f.predict(rows, n, batch);
   f.predict_margin(rows, n, margins);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::span<const float> row(&rows[i * m], m);
+    const std::span<const float> row(rows.data() + i * m, m);
     gbt_require(std::bit_cast<std::uint32_t>(f.predict(row)) == std::bit_cast<std::uint32_t>(batch[i]), "batch and single-row predictions differ");
     gbt_require(std::bit_cast<std::uint32_t>(f.predict_margin(row)) == std::bit_cast<std::uint32_t>(margins[i]),
                 "batch and single-row margins differ");

@@ -61,6 +61,8 @@ TEST_CASE("gbt forest: split rule x < threshold, NaN to the default child, zero-
   CHECK(f.num_trees() == 1);
   CHECK(f.num_nodes() == 2);
   CHECK(f.num_leaves() == 3);
+  CHECK(f.depth(0) == 2);
+  CHECK_THROWS_WITH_AS((void)f.depth(1), "'tree': 1 is out of range (the forest has 1 trees)", autosync::error);
   auto p = [&](float a, float b) {
     const float row[] = {a, b};
     return f.predict(row);
@@ -88,6 +90,7 @@ TEST_CASE("gbt forest: accumulation order and type, base margin, transforms") {
   {
     const gbt::forest f(spec);
     CHECK(f.num_nodes() == 0);
+    CHECK(f.depth(2) == 0);
     float expect = 0.0f;
     expect += 1e8f;
     expect += 3.0f;  // float spacing at 1e8 is 8: 100000003 rounds back to 100000000

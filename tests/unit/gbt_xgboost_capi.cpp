@@ -21,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #ifndef AUTOSYNC_SOURCE_DIR
 #define AUTOSYNC_SOURCE_DIR "."
@@ -32,7 +33,8 @@ struct agreement {
   std::size_t rows = 0, equal_margin = 0, equal_pred = 0, equal_dense = 0;
 };
 
-agreement compare(const std::string& objective, const std::string& kind, int depth, int rounds, std::uint64_t seed) {
+agreement compare(const std::string& objective, const std::string& kind, int depth, int rounds, std::uint64_t seed,
+                  const std::string& base_score = "") {
   const std::size_t n_train = 2000, n_test = 1500, m = 8;
   const auto x = gbt_test::random_rows(n_train, m, 0.15, seed);
   const auto y = gbt_test::labels(x, n_train, m, kind, seed + 1);
@@ -42,7 +44,9 @@ agreement compare(const std::string& objective, const std::string& kind, int dep
   gbt_test::train(b, d,
                   {{"objective", objective}, {"max_depth", std::to_string(depth)}, {"eta", "0.3"}, {"tree_method", "hist"},
                    {"nthread", "1"}, {"seed", std::to_string(seed)}, {"subsample", "0.9"}},
-                  rounds);
+                  0);
+  if (!base_score.empty()) b.set("base_score", base_score);  // stored in output space; the link makes the margin
+  gbt_test::train(b, d, {}, rounds);
   const std::string json = b.save_json();
   // What XGBoost predicts from the saved file, not from the booster's training-time state.
   gbt_test::booster reloaded;
@@ -51,6 +55,7 @@ agreement compare(const std::string& objective, const std::string& kind, int dep
   const autosync::gbt::forest f = autosync::gbt::parse_xgboost_json(json, objective + ".json");
   CHECK(f.num_trees() == static_cast<std::size_t>(rounds));
   CHECK(f.num_features() == m);
+  if (!base_score.empty()) CHECK(f.base_margin() != 0.0);  // the setting reached the saved model
 
   auto t = gbt_test::random_rows(n_test, m, 0.2, seed + 2);
   t[0] = 1e30f;  // far outside the training range
@@ -100,6 +105,16 @@ TEST_CASE("gbt xgboost C API: predictions agree bit for bit (100 trees, depth 6,
   }
 }
 
+TEST_CASE("gbt xgboost C API: base_score other than 0.5 goes through the objective's link") {
+  for (const auto& [objective, kind, base] : {std::tuple{"binary:logistic", "binary", "0.3"}, std::tuple{"count:poisson", "count", "2.5"},
+                                              std::tuple{"reg:squarederror", "real", "1.7"}, std::tuple{"binary:logitraw", "binary", "0.2"}}) {
+    CAPTURE(objective);
+    const agreement a = compare(objective, kind, 3, 10, 21, base);
+    CHECK(a.equal_margin == a.rows);
+    CHECK(a.equal_pred == a.rows);
+  }
+}
+
 TEST_CASE("gbt xgboost C API: shallow and single-leaf trees, several seeds") {
   for (std::uint64_t seed = 11; seed < 14; ++seed) {
     const agreement a = compare("binary:logistic", "binary", 1, 20, seed);
@@ -137,5 +152,32 @@ TEST_CASE("gbt xgboost C API: the hand-written fixture is a model XGBoost loads 
   std::vector<float> ours(6);
   f.predict(rows, 6, ours);
   for (std::size_t i = 0; i < 6; ++i) CHECK(std::bit_cast<std::uint32_t>(ours[i]) == std::bit_cast<std::uint32_t>(ref[i]));
+}
+#endif
+
+#ifdef AUTOSYNC_HAS_XGBOOST
+TEST_CASE("gbt xgboost C API: extreme margins (sigmoid saturation) agree with XGBoost") {
+  std::ifstream in(std::filesystem::path(AUTOSYNC_SOURCE_DIR) / "tests" / "data" / "gbt" / "xgb_hand.json", std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  // Leaves far beyond expf's range: margins of -120, +95 and -87 (just inside).
+  std::string text = ss.str();
+  const std::string from = "\"split_conditions\": [5E-1, 2.5E-1, -1E0, -5E-1, 7.5E-1]";
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), "\"split_conditions\": [5E-1, -1.20125E2, -1E0, -8.7125E1, 9.4875E1]");
+  gbt_test::booster b;
+  b.load_json(text);
+  const auto f = autosync::gbt::parse_xgboost_json(text);
+  const std::vector<float> rows = {0.25f, 0.0f, 0.5f, -1.5f, 0.5f, 0.0f};
+  const auto ref = b.predict(rows, 3, 2, false);
+  const auto ref_margin = b.predict(rows, 3, 2, true);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::span<const float> row(&rows[i * 2], 2);
+    CAPTURE(i);
+    CHECK(f.predict_margin(row) == ref_margin[i]);
+    CHECK(std::bit_cast<std::uint32_t>(f.predict(row)) == std::bit_cast<std::uint32_t>(ref[i]));
+  }
 }
 #endif

@@ -59,6 +59,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -100,8 +101,29 @@ template <class T>
   else return dtype::i64;
 }
 
+namespace detail {
+// Customization point: a backend whose buffers are not host memory names a runner,
+// `typename B::bucket_runner` (exec/nccl/bucket_runner.hpp), built in setup() as
+// R(comms, plan, options) and called as r.run(bucket, gradients) on the communication thread:
+// it packs, compresses, runs the bucket's steps and unpacks in the backend's memory. Without
+// one the executor does that on the host (run_bucket below).
+struct host_buckets {};
+template <class B>
+struct bucket_runner_of {
+  using type = host_buckets;
+};
+template <class B>
+  requires requires { typename B::bucket_runner; }
+struct bucket_runner_of<B> {
+  using type = typename B::bucket_runner;
+};
+}  // namespace detail
+
 template <Backend B>
 class executor {
+  using runner_t = typename detail::bucket_runner_of<B>::type;
+  static constexpr bool on_host = std::is_same_v<runner_t, detail::host_buckets>;
+
  public:
   executor(comms<B>& c, const model_spec& m, plan p, executor_options o = {})
       : comms_(&c), plan_(std::move(p)), opt_(o) {
@@ -117,13 +139,14 @@ class executor {
     for (const auto& t : m.tensors) names_.push_back(t.name);
     std::size_t scratch = 0, wire = 0;
     for (const auto& b : plan_.buckets) {
+      if constexpr (!on_host) break;  // the runner owns the bucket memory
       if (!b.in_place()) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
       if (b.compressed) wire = std::max(wire, static_cast<std::size_t>(b.elements));
     }
     fused_.resize(scratch);
     wire_.resize(wire);
     residual_.resize(plan_.buckets.size());
-    if (opt_.error_feedback)
+    if (opt_.error_feedback && on_host)
       for (std::size_t i = 0; i < plan_.buckets.size(); ++i)
         if (plan_.buckets[i].compressed) residual_[i].assign(static_cast<std::size_t>(plan_.buckets[i].elements), 0.0);
     pending_.assign(plan_.buckets.size(), 0);
@@ -189,6 +212,7 @@ class executor {
       if (rec(bad, 2) != rec(0, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
       throw error("options", "options mismatch: " + who + " (average or error_feedback)");
     }
+    if constexpr (!on_host) runner_.emplace(*comms_, plan_, opt_);
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -432,6 +456,12 @@ class executor {
 
   void run_bucket(std::uint32_t bi) {
     const auto t0 = clock::now();
+    if constexpr (!on_host) {
+      runner_->run(bi, std::span<const gradient>(grads_));
+      timing_.sync += seconds(clock::now() - t0);
+      ++timing_.buckets;
+      return;
+    }
     const auto& b = plan_.buckets[bi];
     const auto n = static_cast<std::size_t>(b.elements);
     const int p = comms_->world.size();
@@ -488,6 +518,7 @@ class executor {
   std::vector<unsigned char> fused_;              // one bucket's packed elements (thread-owned)
   std::vector<std::uint16_t> wire_;               // one bucket's compressed elements (thread-owned)
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback (thread-owned)
+  std::optional<runner_t> runner_;                // B::bucket_runner, when B has one (setup())
 
   std::mutex mu_;
   std::condition_variable cv_;

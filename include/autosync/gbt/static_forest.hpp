@@ -14,9 +14,9 @@
 //
 // Accumulation follows the library the model came from: XGBoost adds tree outputs to the base
 // margin in float, tree by tree; LightGBM adds in double. The output transform maps the margin to
-// the prediction: identity, sigmoid (1 / (1 + exp(-scale·margin)); XGBoost evaluates it in float,
-// LightGBM in double) or exp (XGBoost's count:poisson, reg:gamma, reg:tweedie; LightGBM's poisson,
-// gamma, tweedie).
+// the prediction: identity; sigmoid, 1 / (1 + exp(-scale·margin)) (XGBoost evaluates it in float
+// with the exponent capped at 88.7, LightGBM in double); or exp (XGBoost's count:poisson,
+// reg:gamma, reg:tweedie; LightGBM's poisson, gamma, tweedie).
 //
 // Everything here is constexpr. At compile time exp() is evaluated by detail::constexpr_exp (a
 // double-precision series, within 1 ulp of the true value), so a transformed prediction in a
@@ -95,7 +95,12 @@ constexpr float transform(output_transform t, accumulation a, double margin, dou
     const auto m = static_cast<float>(margin);
     switch (t) {
       case output_transform::identity: return m;
-      case output_transform::sigmoid: return 1.0f / (1.0f + exp_f(-m));
+      case output_transform::sigmoid: {
+        // XGBoost's common::Sigmoid: the exponent is capped at 88.7 (expf stays finite, so very
+        // negative margins give a tiny positive value, not 0), then 1 / (e + 1 + 1e-16).
+        const float e = -m < 88.7f ? -m : 88.7f;
+        return 1.0f / (exp_f(e) + 1.0f + 1e-16f);
+      }
       case output_transform::exp: return exp_f(m);
     }
     return m;

@@ -1,0 +1,15 @@
+// libnccl-tuner-autosync.so — the NCCL tuner plugin of autosync (include/autosync/plugin/
+// nccl_tuner.hpp has what it does). NCCL looks up, newest first, ncclTunerPlugin_v6, _v5, _v4:
+// this library exports all three, so NCCL 2.24 .. 2.30 load it.
+//
+//   NCCL_TUNER_PLUGIN=autosync             (or the path of this file)
+//   AUTOSYNC_TUNER_CLUSTER=dgx-h100-x4     (optional: a preset or a cluster JSON file)
+//   AUTOSYNC_TUNER_STRATEGY=strategy.json  (optional: the searched strategy's topology decides)
+//   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING   shows every choice
+#include <autosync/plugin/nccl_tuner.hpp>
+
+#define AUTOSYNC_EXPORT __attribute__((visibility("default")))
+
+extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v6 ncclTunerPlugin_v6 = autosync::plugin::make_v6();
+extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v5 ncclTunerPlugin_v5 = autosync::plugin::make_v5();
+extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v4 ncclTunerPlugin_v4 = autosync::plugin::make_v4();

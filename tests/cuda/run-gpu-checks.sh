@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# tests/cuda/run-gpu-checks.sh <build-dir> — every GPU check of autosync in one command, on a
+# machine with NVIDIA GPUs, CUDA, NCCL and MPI. The build directory must have been configured
+# with nvcc found (the `default` or `ci` preset does). Steps (each prints PASS or FAIL; the
+# script exits non-zero when one failed):
+#   1. build the GPU targets
+#   2. the bucket kernels against the CPU reference (cuda.kernels_gpu) — must run, not skip
+#   3. the NCCL backend, topologies and executor on one rank (every plan step kind), then on
+#      every GPU of the machine (mpirun -np <GPUs>) when there are several
+#   4. compute-sanitizer memcheck / racecheck / initcheck on the kernels
+#   5. the tuner plugin loaded by real NCCL (NCCL_TUNER_PLUGIN, NCCL_DEBUG=INFO,
+#      NCCL_DEBUG_SUBSYS=TUNING): the log must show autosync's init line and, with two or more
+#      GPUs, its choices ("autosync tuner: AllReduce ... -> RING/..." or TREE)
+#   6. the trainer example on every GPU (the loss must fall)
+#   7. the kernel bandwidth / pipeline benchmark (figures with their cudaMemcpy anchors)
+set -u
+if [ $# -ne 1 ] || [ ! -d "$1" ]; then
+  echo "usage: $0 <build-dir>" >&2
+  exit 2
+fi
+B=$(cd "$1" && pwd)
+LOGS=$(mktemp -d)
+failed=0
+step() { echo; echo "=== $*"; }
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failed=1; }
+
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${GPUS:-0}" -lt 1 ]; then
+  echo "no GPU found (nvidia-smi -L lists none): these checks need one" >&2
+  exit 2
+fi
+echo "GPUs: $GPUS; logs in $LOGS"
+
+step "1. build"
+if cmake --build "$B" --target autosync_cuda_kernel_logic autosync_cuda_kernels_gpu autosync_cuda_nccl_executor \
+     autosync_tuner_harness nccl-tuner-autosync bench_cuda_kernels example_11_nccl_trainer; then
+  pass build
+else
+  fail build
+  exit 1
+fi
+EXE_KL=$B/tests/cuda/autosync_cuda_kernel_logic
+EXE_KG=$B/tests/cuda/autosync_cuda_kernels_gpu
+EXE_NE=$B/tests/cuda/autosync_cuda_nccl_executor
+PLUGIN=$B/lib/libnccl-tuner-autosync.so
+BENCH=$B/tests/bench/bench_cuda_kernels
+TRAINER=$B/examples/example_11_nccl_trainer
+
+run() {  # run <name> <command...>: PASS only on exit 0 (77 = skipped counts as a failure here)
+  local name=$1; shift
+  if "$@" >"$LOGS/$name.log" 2>&1; then pass "$name"; else fail "$name (exit $?; $LOGS/$name.log)"; tail -20 "$LOGS/$name.log"; fi
+}
+
+step "2. kernels"
+run kernel_logic "$EXE_KL"
+run kernels_gpu "$EXE_KG"
+
+step "3. NCCL backend and executor"
+run nccl_executor_np1 "${MPIRUN[@]}" -np 1 "$EXE_NE"
+if [ "$GPUS" -gt 1 ]; then
+  run nccl_executor_np$GPUS "${MPIRUN[@]}" -np "$GPUS" "$EXE_NE"
+fi
+
+step "4. compute-sanitizer"
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$CS" ]; then
+  for tool in memcheck racecheck initcheck; do
+    run "sanitizer_$tool" "$CS" --tool "$tool" --error-exitcode 1 "$EXE_KG"
+  done
+  run sanitizer_memcheck_nccl "$CS" --tool memcheck --error-exitcode 1 "$EXE_NE"
+else
+  fail "compute-sanitizer not found"
+fi
+
+step "5. the tuner plugin in NCCL"
+run tuner_harness "$B/tests/plugin/autosync_tuner_harness" "$PLUGIN"
+NP=$([ "$GPUS" -gt 1 ] && echo "$GPUS" || echo 1)
+NCCL_TUNER_PLUGIN=$PLUGIN NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,INIT \
+  "${MPIRUN[@]}" -x NCCL_TUNER_PLUGIN -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS -np "$NP" "$TRAINER" --steps 20 >"$LOGS/tuner_nccl.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "autosync tuner: communicator of" "$LOGS/tuner_nccl.log"; then
+  pass "NCCL loaded the plugin"
+else
+  fail "NCCL did not load the plugin (exit $rc; $LOGS/tuner_nccl.log)"
+fi
+if [ "$NP" -gt 1 ]; then
+  if grep -E "autosync tuner: (AllReduce|ReduceScatter|AllGather|Broadcast|Reduce) .* -> (RING|TREE|PAT)/" "$LOGS/tuner_nccl.log" | head -5; then
+    pass "the plugin's choices are in NCCL's log"
+  else
+    fail "no choice of the plugin in NCCL's log ($LOGS/tuner_nccl.log)"
+  fi
+else
+  echo "(one GPU: NCCL does not consult a tuner for one-rank communicators; the choices need 2+ GPUs)"
+fi
+
+step "6. the trainer"
+"${MPIRUN[@]}" -np "$NP" "$TRAINER" --steps 200 >"$LOGS/trainer.log" 2>&1
+rc=$?
+first=$(grep -m1 '^step' "$LOGS/trainer.log" | awk '{print $4}')
+last=$(grep '^step' "$LOGS/trainer.log" | tail -1 | awk '{print $4}')
+if [ $rc -eq 0 ] && [ -n "$first" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.7 * a) }'; then
+  pass "trainer (loss $first -> $last)"
+else
+  fail "trainer (exit $rc, loss $first -> $last; $LOGS/trainer.log)"
+fi
+
+step "7. benchmark"
+"$BENCH" | tee "$LOGS/bench.log"
+
+echo
+[ $failed -eq 0 ] && echo "all GPU checks passed" || echo "some GPU checks FAILED (logs in $LOGS)"
+exit $failed

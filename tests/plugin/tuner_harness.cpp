@@ -1,0 +1,286 @@
+// tests/plugin/tuner_harness.cpp — loads libnccl-tuner-autosync.so the way NCCL does (dlopen,
+// dlsym of ncclTunerPlugin_v6 / _v5 / _v4) and calls init / getCollInfo / finalize (destroy)
+// for a table of collectives, message sizes and communicator shapes, on NCCL-like pre-filled
+// cost tables (NCCL's latency + bytes / bandwidth form, with -1 for unavailable entries).
+// For every call it checks:
+//   - the entry NCCL would run (the smallest non-negative) is in the row autosync's cost model
+//     prefers, computed here from cost/fabric.hpp directly (ring vs tree for AllReduce, ring vs
+//     halving_doubling -> PAT for ReduceScatter / AllGather, RING for Broadcast / Reduce), with
+//     the protocol NCCL's own table rated best in that row;
+//   - -1 entries stay -1, every other entry but the chosen one is unchanged; a preferred row
+//     with no available entry leaves the table untouched; Send/Recv tables are untouched;
+//   - both answers of each comparison occur (the table spans the model's crossover);
+//   - AUTOSYNC_TUNER_STRATEGY forces the strategy's topology (tree; hierarchical<ring, tree>:
+//     ring on one-node communicators, tree on one-rank-per-node ones);
+//   - AUTOSYNC_TUNER_CLUSTER changes the fabric (a preset and a JSON file);
+//   - a bad variable makes init fail with a WARN naming it; the INFO/TUNING log names the choice.
+// Usage: tuner_harness <path of libnccl-tuner-autosync.so>. No GPU, no NCCL needed.
+#include <autosync/cost/fabric.hpp>
+#include <autosync/io/json.hpp>
+#include <autosync/plugin/nccl_tuner.hpp>
+#include <autosync/zoo/clusters.hpp>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pl = autosync::plugin;
+using autosync::topology_kind;
+using autosync::topology_value;
+
+namespace {
+
+int failures = 0, checks = 0;
+#define EXPECT(cond, ...)                                                     \
+  do {                                                                        \
+    ++checks;                                                                 \
+    if (!(cond)) {                                                            \
+      ++failures;                                                             \
+      if (failures < 40) {                                                    \
+        std::fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+        std::fprintf(stderr, __VA_ARGS__);                                    \
+        std::fprintf(stderr, "\n");                                           \
+      }                                                                       \
+    }                                                                         \
+  } while (0)
+
+std::vector<std::string> logged;
+std::vector<int> logged_level;
+std::vector<unsigned long> logged_flags;
+extern "C" void capture(int level, unsigned long flags, const char*, int, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  logged.emplace_back(buf);
+  logged_level.push_back(level);
+  logged_flags.push_back(flags);
+}
+
+constexpr int A = 7, P = 3;  // NCCL 2.28: 7 algorithms x 3 protocols
+using table = std::vector<float>;
+
+// NCCL-like predictions (µs): lat + bytes / (1000 bw), per algorithm and protocol; unavailable
+// entries -1 (collnet always, NVLS rows on multi-node, tree rows for AllGather/ReduceScatter,
+// PAT only for AllGather/ReduceScatter, plus `holes` chosen by the case).
+table nccl_like(int coll, std::size_t bytes, std::size_t ranks, std::size_t nodes, unsigned holes) {
+  table t(A * P, -1.0f);
+  const double lat[P] = {6.6, 14.0, 8.4}, bwf[P] = {0.3, 0.9, 1.0};
+  const double busbw = nodes > 1 ? 12.0 * 8 : 20.6 * 16;  // GB/s
+  for (int a = 0; a < A; ++a) {
+    bool ok = a == pl::algo_ring || a == pl::algo_tree || a == pl::algo_pat || a == pl::algo_nvls;
+    if (a == pl::algo_tree && coll != pl::all_reduce) ok = false;
+    if (a == pl::algo_pat && coll != pl::all_gather && coll != pl::reduce_scatter) ok = false;
+    if (a == pl::algo_nvls && (nodes > 1 || coll != pl::all_reduce)) ok = false;
+    if (!ok) continue;
+    for (int p = 0; p < P; ++p) {
+      if (holes & (1u << (a * P + p))) continue;
+      const double steps = a == pl::algo_ring ? 2.0 * static_cast<double>(ranks - 1) : 2.0 * std::log2(static_cast<double>(ranks) + 1);
+      t[static_cast<std::size_t>(a * P + p)] = static_cast<float>(lat[p] * steps + static_cast<double>(bytes) / (1000.0 * busbw * bwf[p]));
+    }
+  }
+  return t;
+}
+
+int argmin(const table& t) {
+  int best = -1;
+  for (int i = 0; i < A * P; ++i)
+    if (t[static_cast<std::size_t>(i)] >= 0.0f && (best < 0 || t[static_cast<std::size_t>(i)] < t[static_cast<std::size_t>(best)])) best = i;
+  return best;
+}
+
+// The model's preference, from cost/fabric.hpp directly.
+int expected_algo(const autosync::cost::fabric& f, int coll, double n, int forced_kind = -1) {
+  const topology_value ring{topology_kind::ring}, tree{topology_kind::tree}, hd{topology_kind::halving_doubling};
+  switch (coll) {
+    case pl::all_reduce:
+      if (forced_kind == static_cast<int>(topology_kind::ring)) return pl::algo_ring;
+      if (forced_kind == static_cast<int>(topology_kind::tree)) return pl::algo_tree;
+      return autosync::cost::all_reduce(f, tree, n) < autosync::cost::all_reduce(f, ring, n) ? pl::algo_tree : pl::algo_ring;
+    case pl::reduce_scatter:
+    case pl::all_gather:
+      if (forced_kind == static_cast<int>(topology_kind::ring)) return pl::algo_ring;
+      if (forced_kind == static_cast<int>(topology_kind::halving_doubling)) return pl::algo_pat;
+      if (coll == pl::all_gather)
+        return autosync::cost::all_gather(f, hd, n) < autosync::cost::all_gather(f, ring, n) ? pl::algo_pat : pl::algo_ring;
+      return autosync::cost::reduce_scatter(f, hd, n) < autosync::cost::reduce_scatter(f, ring, n) ? pl::algo_pat : pl::algo_ring;
+    case pl::broadcast:
+    case pl::reduce: return pl::algo_ring;
+    default: return -1;
+  }
+}
+
+autosync::cost::fabric fabric_of(const autosync::node_spec& node, std::size_t ranks, std::size_t nodes) {
+  autosync::cluster_spec c;
+  c.name = "expected";
+  for (std::size_t i = 0; i < nodes; ++i) {
+    auto n = node;
+    n.devices = static_cast<int>((ranks + nodes - 1) / nodes);
+    c.nodes.push_back(n);
+  }
+  return autosync::cost::make_fabric(c);
+}
+
+struct plugin {
+  void* lib = nullptr;
+  const pl::tuner_v4* v4 = nullptr;
+  const pl::tuner_v5* v5 = nullptr;
+  const pl::tuner_v6* v6 = nullptr;
+};
+
+// One communicator: every collective x size, checked against the model. Returns the counts
+// of the choices made per algorithm (to check both sides of each crossover occur).
+void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes, const autosync::node_spec& node, int forced_kind,
+              std::vector<int>& chosen) {
+  void* ctx = nullptr;
+  int rc = -1;
+  if (version == 4) rc = p.v4->init(ranks, nodes, &capture, &ctx);
+  else {
+    pl::nvl_domain_info_v5 nvl{static_cast<int>(nodes), static_cast<int>(ranks / nodes), static_cast<int>(ranks / nodes)};
+    pl::tuner_constants_v5 constants{};
+    constants.baseLatencies[pl::algo_ring][pl::proto_simple] = 8.4;
+    const auto before = constants;
+    rc = (version == 5 ? p.v5->init : p.v6->init)(&ctx, 42, ranks, nodes, &capture, &nvl, &constants);
+    EXPECT(std::memcmp(&before, &constants, sizeof constants) == 0, "the constants are left as NCCL set them");
+  }
+  EXPECT(rc == 0 && ctx != nullptr, "init v%d (%zu ranks, %zu nodes) -> %d", version, ranks, nodes, rc);
+  if (rc != 0) return;
+  const auto f = fabric_of(node, ranks, nodes);
+  const auto get = version == 4 ? p.v4->getCollInfo : version == 5 ? p.v5->getCollInfo : p.v6->getCollInfo;
+  for (int coll : {pl::broadcast, pl::reduce, pl::all_gather, pl::reduce_scatter, pl::all_reduce, pl::send_recv})
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 4)
+      for (unsigned holes : {0u, 1u << (pl::algo_ring * P + pl::proto_ll), (1u << (pl::algo_tree * P)) | (1u << (pl::algo_tree * P + 1)) | (1u << (pl::algo_tree * P + 2)),
+                             0x7u << (pl::algo_ring * P)}) {
+        const auto orig = nccl_like(coll, bytes, ranks, nodes, holes);
+        auto t = orig;
+        int channels = 0;
+        const int r = get(ctx, coll, bytes, 1, reinterpret_cast<float**>(t.data()), A, P, 0, &channels);
+        EXPECT(r == 0, "getCollInfo returned %d", r);
+        EXPECT(channels == 0, "nChannels left to NCCL");
+        int changed = 0;
+        for (int i = 0; i < A * P; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          if (orig[k] < 0.0f) EXPECT(t[k] == orig[k], "-1 entry %d touched (%s %zu B)", i, pl::coll_name(coll), bytes);
+          if (t[k] != orig[k]) ++changed;
+        }
+        const int want = expected_algo(f, coll, static_cast<double>(bytes), forced_kind);
+        if (want < 0) {
+          EXPECT(changed == 0, "%s table untouched", pl::coll_name(coll));
+          continue;
+        }
+        int want_proto = -1;
+        for (int q = 0; q < P; ++q) {
+          const float v = orig[static_cast<std::size_t>(want * P + q)];
+          if (v >= 0.0f && (want_proto < 0 || v < orig[static_cast<std::size_t>(want * P + want_proto)])) want_proto = q;
+        }
+        if (want_proto < 0) {
+          EXPECT(changed == 0, "%s %zu B: the preferred row %s is unavailable: table untouched", pl::coll_name(coll), bytes, pl::algo_name(want));
+          continue;
+        }
+        const int pick = argmin(t);
+        EXPECT(pick == want * P + want_proto, "%s %zu B on %zu ranks / %zu nodes: NCCL would run %s/%s, the model prefers %s/%s", pl::coll_name(coll),
+               bytes, ranks, nodes, pl::algo_name(pick / P), pl::proto_name(pick % P), pl::algo_name(want), pl::proto_name(want_proto));
+        EXPECT(changed <= 1, "only the chosen entry changes (%d changed)", changed);
+        if (coll == pl::all_reduce || coll == pl::all_gather) ++chosen[static_cast<std::size_t>(coll * A + want)];
+      }
+  EXPECT((version == 4 ? p.v4->destroy : version == 5 ? p.v5->finalize : p.v6->finalize)(ctx) == 0, "finalize");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: tuner_harness <libnccl-tuner-autosync.so>\n");
+    return 2;
+  }
+  unsetenv("AUTOSYNC_TUNER_CLUSTER");
+  unsetenv("AUTOSYNC_TUNER_STRATEGY");
+  plugin p;
+  p.lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!p.lib) {
+    std::fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
+    return 1;
+  }
+  p.v4 = static_cast<const pl::tuner_v4*>(dlsym(p.lib, "ncclTunerPlugin_v4"));
+  p.v5 = static_cast<const pl::tuner_v5*>(dlsym(p.lib, "ncclTunerPlugin_v5"));
+  p.v6 = static_cast<const pl::tuner_v6*>(dlsym(p.lib, "ncclTunerPlugin_v6"));
+  EXPECT(p.v4 && p.v5 && p.v6, "every version exported (v4 %p, v5 %p, v6 %p)", static_cast<const void*>(p.v4), static_cast<const void*>(p.v5),
+         static_cast<const void*>(p.v6));
+  if (!(p.v4 && p.v5 && p.v6)) return 1;
+  EXPECT(std::string(p.v4->name) == "autosync" && std::string(p.v5->name) == "autosync" && std::string(p.v6->name) == "autosync", "name");
+  EXPECT(p.v6->getChunkSize == nullptr, "v6 getChunkSize left to NCCL");
+
+  const auto h100 = autosync::zoo::dgx_h100(1).nodes.at(0);
+  std::vector<int> chosen(8 * A, 0);
+  const std::size_t shapes[][2] = {{8, 1}, {16, 2}, {64, 8}, {2, 2}, {4, 1}, {256, 32}, {3, 1}};
+  for (int version : {4, 5, 6})
+    for (const auto& s : shapes) run_comm(p, version, s[0], s[1], h100, -1, chosen);
+  EXPECT(chosen[pl::all_reduce * A + pl::algo_ring] > 0 && chosen[pl::all_reduce * A + pl::algo_tree] > 0,
+         "AllReduce: both ring (%d) and tree (%d) were chosen", chosen[pl::all_reduce * A + pl::algo_ring], chosen[pl::all_reduce * A + pl::algo_tree]);
+  EXPECT(chosen[pl::all_gather * A + pl::algo_ring] > 0 && chosen[pl::all_gather * A + pl::algo_pat] > 0,
+         "AllGather: both ring (%d) and PAT (%d) were chosen", chosen[pl::all_gather * A + pl::algo_ring], chosen[pl::all_gather * A + pl::algo_pat]);
+  bool logged_choice = false;
+  for (std::size_t i = 0; i < logged.size(); ++i)
+    if (logged_level[i] == pl::log_info && logged_flags[i] == pl::flag_tuning && logged[i].find("AllReduce") != std::string::npos &&
+        (logged[i].find("-> RING/") != std::string::npos || logged[i].find("-> TREE/") != std::string::npos))
+      logged_choice = true;
+  EXPECT(logged_choice, "the choice is logged at INFO with NCCL_TUNING");
+
+  // a strategy file forces its topology
+  const auto dir = std::filesystem::temp_directory_path() / ("autosync_tuner_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  autosync::strategy_desc s;
+  s.name = "forced";
+  autosync::group_desc g;
+  g.topology = topology_value{topology_kind::tree};
+  s.groups.push_back(g);
+  autosync::io::save_strategy_file(dir / "tree.json", s);
+  setenv("AUTOSYNC_TUNER_STRATEGY", (dir / "tree.json").c_str(), 1);
+  std::vector<int> forced(8 * A, 0);
+  run_comm(p, 5, 16, 2, h100, static_cast<int>(topology_kind::tree), forced);
+  EXPECT(forced[pl::all_reduce * A + pl::algo_ring] == 0 && forced[pl::all_reduce * A + pl::algo_tree] > 0, "tree strategy: always TREE");
+  s.groups[0].topology = topology_value{topology_kind::hierarchical, topology_kind::ring, topology_kind::tree};
+  autosync::io::save_strategy_file(dir / "hier.json", s);
+  setenv("AUTOSYNC_TUNER_STRATEGY", (dir / "hier.json").c_str(), 1);
+  run_comm(p, 5, 8, 1, h100, static_cast<int>(topology_kind::ring), forced);  // the intra communicator
+  run_comm(p, 6, 4, 4, h100, static_cast<int>(topology_kind::tree), forced);  // the inter communicator
+  run_comm(p, 4, 32, 4, h100, -1, forced);                                    // the world: the model
+  unsetenv("AUTOSYNC_TUNER_STRATEGY");
+
+  // another fabric: a preset and a cluster file
+  setenv("AUTOSYNC_TUNER_CLUSTER", "commodity-10gbe-x8", 1);
+  const auto commodity = autosync::zoo::commodity_10gbe_x8().nodes.at(0);
+  std::vector<int> other(8 * A, 0);
+  run_comm(p, 5, 32, 8, commodity, -1, other);
+  autosync::io::save_cluster_file(dir / "cluster.json", autosync::zoo::p3_16xlarge_x4());
+  setenv("AUTOSYNC_TUNER_CLUSTER", (dir / "cluster.json").c_str(), 1);
+  run_comm(p, 6, 32, 4, autosync::zoo::p3_16xlarge_x4().nodes.at(0), -1, other);
+
+  // bad input: init fails, a WARN names the variable
+  for (const char* var : {"AUTOSYNC_TUNER_CLUSTER", "AUTOSYNC_TUNER_STRATEGY"}) {
+    unsetenv("AUTOSYNC_TUNER_CLUSTER");
+    setenv(var, (dir / "missing.json").c_str(), 1);
+    logged.clear();
+    logged_level.clear();
+    logged_flags.clear();
+    void* ctx = reinterpret_cast<void*>(1);
+    const int rc = p.v5->init(&ctx, 1, 8, 1, &capture, nullptr, nullptr);
+    EXPECT(rc != 0 && ctx == nullptr, "init with a bad %s fails (rc %d)", var, rc);
+    EXPECT(!logged.empty() && logged_level.back() == pl::log_warn && logged.back().find(var) != std::string::npos, "the WARN names %s: '%s'", var,
+           logged.empty() ? "" : logged.back().c_str());
+    unsetenv(var);
+  }
+  std::filesystem::remove_all(dir);
+  dlclose(p.lib);
+  std::printf("tuner_harness: %d checks, %d failures\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
