@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::size_t>> by_group;
   for (std::size_t i = 0; i < recs.size(); ++i) by_group[samples[i].group].push_back(i);
   std::printf("2. autotune per testbed case (replay of the recorded strategies, 4 per round)   anchor: AutoSync up to 1.6x over the best baseline\n");
-  std::printf("   %-52s %5s %11s %11s %8s %8s %8s %8s\n", "case", "pool", "best base", "autotuned", "speedup", "t95", "t95+src", "random");
+  std::printf("   %-72s %5s %11s %11s %8s %8s %8s %8s\n", "case", "pool", "best base", "autotuned", "speedup", "t95", "t95+src", "random");
   const auto tmp = std::filesystem::temp_directory_path() / ("autosync-learn-eval-" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp);
   double sum_t = 0, sum_ts = 0, sum_r = 0;
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     for (auto i : idx)
       if (seen.insert(samples[i].key).second && best_base / samples[i].measured >= 0.95 * speedup) ++good;
     const double random_expect = static_cast<double>(keys.size() + 1) / static_cast<double>(good + 1);
-    std::printf("   %-52s %5zu %8.2f ms %8.2f ms %7.2fx %8zu %8zu %8.1f\n", g.c_str(), keys.size(), best_base * 1e3,
+    std::printf("   %-72s %5zu %8.2f ms %8.2f ms %7.2fx %8zu %8zu %8.1f\n", g.c_str(), keys.size(), best_base * 1e3,
                 plain.best_so_far().back() * 1e3, speedup, t95, t95s, random_expect);
     sum_t += static_cast<double>(t95);
     sum_ts += static_cast<double>(t95s);
