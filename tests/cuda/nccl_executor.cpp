@@ -21,6 +21,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -358,6 +360,20 @@ void errors(comms<nccl_backend>& c) {
   EXPECT(what.find("nccl recv") != std::string::npos, "an unanswered recv throws naming it, got '%s'", what.c_str());
   EXPECT(!extra.broken().empty(), "the communicator is marked unusable after the timeout");
   EXPECT(field_of([&] { extra.barrier(); }).rfind("rank", 0) == 0, "a broken communicator throws on the next operation");
+  // the same with a host buffer: the staged copy back must not block behind the dead receive
+  auto extra2 = w.split(0, w.rank());
+  extra2.set_timeout(3.0);
+  std::vector<float> host(4, 1.0f);
+  what.clear();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    extra2.recv(host.data(), host.size(), dtype::f32, (extra2.rank() + 1) % extra2.size(), 0);
+  } catch (const error& e) {
+    what = e.what();
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT(what.find("nccl recv") != std::string::npos, "an unanswered recv into host memory throws naming it, got '%s'", what.c_str());
+  EXPECT(took < 20.0, "the host-buffer recv gave up within the timeout (took %.1f s)", took);
 }
 
 }  // namespace

@@ -116,6 +116,19 @@ struct tuner_v6 {
 };
 }  // extern "C"
 
+// The layout NCCL reads (LP64): members in the documented order, nothing else. The sizes follow
+// from the ABI description — 3 ints; (7x3 + 3x7x3 + 5x4x3) doubles; 4, 4 and 5 pointer-sized
+// members — so a member added, dropped or retyped here fails to compile instead of misleading NCCL.
+static_assert(sizeof(void*) == 8, "autosync: the NCCL tuner plugin ABI is described for 64-bit targets");
+static_assert(sizeof(nvl_domain_info_v5) == 3 * sizeof(int), "autosync: ncclNvlDomainInfo_v5_t is three ints");
+static_assert(sizeof(tuner_constants_v5) == (7 * 3 + 3 * 7 * 3 + 5 * 4 * 3) * sizeof(double),
+              "autosync: ncclTunerConstants_v5_t is 144 doubles (1152 bytes)");
+static_assert(sizeof(tuner_v4) == 32 && sizeof(tuner_v5) == 32 && sizeof(tuner_v6) == 40,
+              "autosync: ncclTunerPlugin_v4/_v5 are 4 pointer-sized members, _v6 is 5");
+static_assert(offsetof(tuner_v4, getCollInfo) == 16 && offsetof(tuner_v5, getCollInfo) == 16 && offsetof(tuner_v6, getCollInfo) == 16 &&
+                  offsetof(tuner_v6, getChunkSize) == 32,
+              "autosync: getCollInfo is the third member of every tuner version, getChunkSize the fifth of v6");
+
 [[nodiscard]] constexpr const char* coll_name(int c) noexcept {
   constexpr const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv", "Send", "Recv"};
   return c >= 0 && c < 8 ? names[c] : "Unknown";

@@ -71,12 +71,16 @@ class bucket_runner {
     }
     first_row_.push_back(static_cast<int>(rows.size()));
     rows_ = alloc<ew::segment_row>(rows.size(), "segment table");
-    if (!rows.empty()) w.check_cuda(cudaMemcpy(rows_.get(), rows.data(), rows.size() * sizeof(ew::segment_row), cudaMemcpyHostToDevice), "setup");
+    // on the backend's stream, then waited: a memcpy/memset on the legacy default stream is not
+    // ordered with a non-blocking compute stream, whose first bucket could read unset memory
+    if (!rows.empty())
+      w.check_cuda(cudaMemcpyAsync(rows_.get(), rows.data(), rows.size() * sizeof(ew::segment_row), cudaMemcpyHostToDevice, w.stream()), "setup");
     tensors_ = alloc<void*>(p.tensor_elements.size(), "tensor table");
     fused_ = alloc<unsigned char>(fused, "fused buffer");
     wire_ = alloc<std::uint16_t>(wire, "wire buffer");
     residual_ = alloc<double>(residual, "residuals");
-    if (residual > 0) w.check_cuda(cudaMemset(residual_.get(), 0, residual * sizeof(double)), "setup");
+    if (residual > 0) w.check_cuda(cudaMemsetAsync(residual_.get(), 0, residual * sizeof(double), w.stream()), "setup");
+    w.synchronize("setup");
     cudaEvent_t ev = nullptr;
     w.check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "setup");
     ready_.reset(ev);
@@ -89,6 +93,7 @@ class bucket_runner {
     const auto& b = plan_->buckets[bi];
     w.make_current();
     const cudaStream_t st = w.stream();
+    const ordering_off guard(c);  // ordered once, here, for the whole bucket
     upload_tensors(grads);
     w.check_cuda(cudaEventRecord(ready_.get(), w.compute_stream()), "bucket");
     w.check_cuda(cudaStreamWaitEvent(st, ready_.get(), 0), "bucket");
@@ -145,10 +150,35 @@ class bucket_runner {
     return device_ptr<T>(static_cast<T*>(ptr));
   }
 
+  // Turns the backends' per-operation ordering off while a bucket runs (restored on exit, also
+  // when the bucket throws).
+  struct ordering_off {
+    comms<nccl_backend>& c;
+    explicit ordering_off(comms<nccl_backend>& c_) : c(c_) { set(false); }
+    ~ordering_off() { set(true); }
+    ordering_off(const ordering_off&) = delete;
+    ordering_off& operator=(const ordering_off&) = delete;
+    void set(bool on) noexcept {
+      c.world.set_implicit_ordering(on);
+      c.intra.set_implicit_ordering(on);
+      c.inter.set_implicit_ordering(on);
+    }
+  };
+
   void upload_tensors(std::span<const gradient> grads) {
     bool same = uploaded_.size() == grads.size();
     for (std::size_t i = 0; same && i < grads.size(); ++i) same = uploaded_[i] == grads[i].data;
     if (same) return;
+    // the kernels dereference these: a host pointer would fault and leave the context unusable
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].data == nullptr || grads[i].count == 0) continue;
+      cudaPointerAttributes attr{};
+      const cudaError_t e = cudaPointerGetAttributes(&attr, grads[i].data);
+      if (e != cudaSuccess) (void)cudaGetLastError();
+      if (e != cudaSuccess || (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged))
+        throw error("grads[" + std::to_string(i) + "].data",
+                    "nccl executor: the gradient of tensor " + std::to_string(i) + " is not device memory (pass cudaMalloc'd buffers)");
+    }
     uploaded_.resize(grads.size());
     for (std::size_t i = 0; i < grads.size(); ++i) uploaded_[i] = grads[i].data;
     // pageable source: the copy has read uploaded_ when cudaMemcpyAsync returns

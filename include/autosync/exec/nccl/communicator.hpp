@@ -163,7 +163,14 @@ class nccl_backend {
   void set_compute_stream(cudaStream_t s) noexcept {
     if (s_) s_->compute = s;
   }
-  [[nodiscard]] cudaStream_t compute_stream() const noexcept { return s_ ? s_->compute : nullptr; }
+  [[nodiscard]] cudaStream_t compute_stream() const noexcept { return s_ ? s_->compute_or_default() : cudaStreamLegacy; }
+  // Every operation first orders the backend's stream after the work enqueued so far on the
+  // compute stream (an event; the host does not wait), so a buffer a kernel just wrote is read
+  // after it. A bucket runner turns this off while it runs a bucket: it orders the bucket once,
+  // when the bucket starts, so communication overlaps with the backward work enqueued after it.
+  void set_implicit_ordering(bool on) noexcept {
+    if (s_) s_->implicit_order = on;
+  }
   void set_kernels(const nccl::device_kernels& k) noexcept {
     if (s_) s_->kernels = k;
   }
@@ -181,8 +188,8 @@ class nccl_backend {
     staged io(s, "all_reduce", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
     s.enqueue(ncclAllReduce(d, d, n, nccl_detail::type_of(t), ncclSum, s.comm, s.stream), "all_reduce");
-    io.out(buf, d, n * size_of(t));
     s.wait("all_reduce");
+    io.out(buf, d, n * size_of(t));
   }
   void reduce_scatter(const void* send, void* recv, std::size_t n, dtype t) {
     state& s = enter("reduce_scatter");
@@ -191,8 +198,8 @@ class nccl_backend {
     const void* ds = io.in(send, n * p * es);
     void* dr = io.inside(send, n * p * es, ds, recv, n * es, /*copy=*/false);
     s.enqueue(ncclReduceScatter(ds, dr, n, nccl_detail::type_of(t), ncclSum, s.comm, s.stream), "reduce_scatter");
-    io.out(recv, dr, n * es);
     s.wait("reduce_scatter");
+    io.out(recv, dr, n * es);
   }
   void all_gather(const void* send, void* recv, std::size_t n, dtype t) {
     state& s = enter("all_gather");
@@ -201,8 +208,8 @@ class nccl_backend {
     void* dr = io.in(recv, n * p * es, /*copy=*/false);
     const void* ds = io.inside(recv, n * p * es, dr, send, n * es, /*copy=*/true);
     s.enqueue(ncclAllGather(ds, dr, n, nccl_detail::type_of(t), s.comm, s.stream), "all_gather");
-    io.out(recv, dr, n * p * es);
     s.wait("all_gather");
+    io.out(recv, dr, n * p * es);
   }
   void reduce(void* buf, std::size_t n, dtype t, int root) {
     state& s = enter("reduce");
@@ -210,8 +217,8 @@ class nccl_backend {
     staged io(s, "reduce", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
     s.enqueue(ncclReduce(d, d, n, nccl_detail::type_of(t), ncclSum, root, s.comm, s.stream), "reduce");
-    io.out(buf, d, n * size_of(t));
     s.wait("reduce");
+    io.out(buf, d, n * size_of(t));
   }
   void broadcast(void* buf, std::size_t n, dtype t, int root) {
     state& s = enter("broadcast");
@@ -219,8 +226,8 @@ class nccl_backend {
     staged io(s, "broadcast", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
     s.enqueue(ncclBroadcast(d, d, n, nccl_detail::type_of(t), root, s.comm, s.stream), "broadcast");
-    io.out(buf, d, n * size_of(t));
     s.wait("broadcast");
+    io.out(buf, d, n * size_of(t));
   }
   void send(const void* buf, std::size_t n, dtype t, int peer, int tag) {
     state& s = enter("send");
@@ -238,8 +245,8 @@ class nccl_backend {
     staged io(s, "recv", n * size_of(t));
     void* d = io.in(buf, n * size_of(t), /*copy=*/false);
     s.enqueue(ncclRecv(d, n, nccl_detail::type_of(t), peer, s.comm, s.stream), "recv", peer);
-    io.out(buf, d, n * size_of(t));
     s.wait("recv", peer);
+    io.out(buf, d, n * size_of(t));
   }
   void sendrecv(const void* sbuf, std::size_t sn, int dst, void* rbuf, std::size_t rn, int src, dtype t, int tag) {
     state& s = enter("sendrecv");
@@ -255,8 +262,8 @@ class nccl_backend {
     const ncclResult_t b = ncclRecv(dr, rn, nt, src, s.comm, s.stream);
     const ncclResult_t e = ncclGroupEnd();
     s.enqueue(a != ncclSuccess ? a : (b != ncclSuccess ? b : e), "sendrecv", src);
-    io.out(rbuf, dr, rn * size_of(t));
     s.wait("sendrecv", src);
+    io.out(rbuf, dr, rn * size_of(t));
   }
   // Many transfers at once (ncclGroupStart .. ncclGroupEnd): all-to-all patterns, scatter/gather.
   void group(std::span<const nccl_p2p> ops, dtype t) {
@@ -277,9 +284,9 @@ class nccl_backend {
     }
     const ncclResult_t e = ncclGroupEnd();
     s.enqueue(first != ncclSuccess ? first : e, "group");
+    s.wait("group");
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (!ops[i].send) io.out(ops[i].buf, dev[i], ops[i].n * size_of(t));
-    s.wait("group");
   }
   // Ranks with the same color form a new communicator ordered by key (ties by rank); color < 0:
   // not a member (an empty backend). Every rank of this communicator must call it. The new
@@ -370,6 +377,8 @@ class nccl_backend {
     nccl_detail::device_buffer stage;    // host buffers staged by one operation
     nccl_detail::device_buffer scratch;  // device_scratch()
     bool owns_stream = false;
+    bool implicit_order = true;           // enter() orders the stream after the compute stream
+    cudaEvent_t order_event = nullptr;
 
     state() = default;
     state(const state&) = delete;
@@ -397,7 +406,19 @@ class nccl_backend {
         if (clean) ncclCommDestroy(comm);
         else ncclCommAbort(comm);
       }
+      if (order_event) cudaEventDestroy(order_event);
       if (stream && owns_stream) cudaStreamDestroy(stream);
+    }
+
+    // The compute stream: the one set, else the legacy default stream (never the per-thread
+    // default stream of whichever thread asks).
+    [[nodiscard]] cudaStream_t compute_or_default() const noexcept { return compute ? compute : cudaStreamLegacy; }
+    // Work enqueued on the compute stream so far happens before what this operation enqueues
+    // (a kernel or memset that wrote the buffer), without blocking the host.
+    void order_after_compute(const char* op) {
+      if (!order_event) enqueue_cuda(cudaEventCreateWithFlags(&order_event, cudaEventDisableTiming), op);
+      enqueue_cuda(cudaEventRecord(order_event, compute_or_default()), op);
+      enqueue_cuda(cudaStreamWaitEvent(stream, order_event, 0), op);
     }
 
     [[nodiscard]] std::string who() const { return "rank " + std::to_string(rank); }
@@ -557,10 +578,13 @@ class nccl_backend {
       }
       return in(q, bytes, copy);
     }
-    // Copies a staged result back to the host buffer.
+    // Copies a staged result back to the host buffer. Called after the operation's polled
+    // wait: a copy into pageable memory blocks inside the driver until the stream gets to it, so
+    // queued behind a collective with a dead peer it would hang where the wait times out.
     void out(void* host, const void* dev, std::size_t bytes) {
       if (host == nullptr || bytes == 0 || host == dev) return;
       s_.enqueue_cuda(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s_.stream), op_);
+      s_.wait(op_);
     }
 
    private:
@@ -598,6 +622,7 @@ class nccl_backend {
     if (!s_->broken.empty()) throw error(s_->who(), std::string("nccl ") + op + ": the communicator is unusable: " + s_->broken);
     if (!s_->comm) throw error("backend", std::string("nccl ") + op + ": the backend is empty");
     s_->current(op);
+    if (s_->implicit_order) s_->order_after_compute(op);
     return *s_;
   }
 

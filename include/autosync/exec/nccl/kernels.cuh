@@ -76,6 +76,7 @@ __global__ void __launch_bounds__(threads) unpack_average_kernel(const ew::segme
     else t[ew::tensor_element(s, e)] = ew::average_f64(fused[e], factor);
   });
 }
+template <int = 0>  // a template: one definition however many .cu files include this header
 __global__ void __launch_bounds__(threads) unpack_average16_kernel(const ew::segment_row* rows, int nrows, void* const* tensors,
                                                                    const std::uint16_t* fused, std::int64_t n, ew::wire16 w, double factor) {
   for_each_element(rows, nrows, n, [&](std::int64_t e, const ew::segment_row& s) {
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(threads) scale_kernel(T* buf, std::int64_t n, 
     else buf[i] = ew::average_f64(buf[i], factor);
   }
 }
+template <int = 0>  // see unpack_average16_kernel
 __global__ void __launch_bounds__(threads) scale16_kernel(std::uint16_t* buf, std::int64_t n, ew::wire16 w, double factor) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * threads + threadIdx.x; i < n; i += static_cast<std::int64_t>(gridDim.x) * threads)
     buf[i] = ew::average_16(buf[i], w, factor);
@@ -134,7 +136,7 @@ inline cudaError_t unpack(const bucket_args& a, cudaStream_t st) {
       case dtype::f32: unpack_average_kernel<float><<<g, threads, 0, st>>>(a.rows, a.nrows, a.tensors, static_cast<const float*>(a.fused), a.n, a.factor); break;
       case dtype::f64: unpack_average_kernel<double><<<g, threads, 0, st>>>(a.rows, a.nrows, a.tensors, static_cast<const double*>(a.fused), a.n, a.factor); break;
       default:
-        unpack_average16_kernel<<<g, threads, 0, st>>>(a.rows, a.nrows, a.tensors, static_cast<const std::uint16_t*>(a.fused), a.n, wire_of(a.type), a.factor);
+        unpack_average16_kernel<><<<g, threads, 0, st>>>(a.rows, a.nrows, a.tensors, static_cast<const std::uint16_t*>(a.fused), a.n, wire_of(a.type), a.factor);
         break;
     }
     return cudaGetLastError();
@@ -176,7 +178,7 @@ inline cudaError_t scale(void* buf, std::int64_t n, dtype t, double factor, cuda
   switch (t) {
     case dtype::f32: scale_kernel<float><<<g, threads, 0, st>>>(static_cast<float*>(buf), n, factor); break;
     case dtype::f64: scale_kernel<double><<<g, threads, 0, st>>>(static_cast<double*>(buf), n, factor); break;
-    default: scale16_kernel<<<g, threads, 0, st>>>(static_cast<std::uint16_t*>(buf), n, wire_of(t), factor); break;
+    default: scale16_kernel<><<<g, threads, 0, st>>>(static_cast<std::uint16_t*>(buf), n, wire_of(t), factor); break;
   }
   return cudaGetLastError();
 }
