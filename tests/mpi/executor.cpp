@@ -1,7 +1,8 @@
 // The executor on MPI (run with mpirun -np N, N in 2 3 4 8): random small models (odd sizes,
 // one-element tensors, primes, non-multiples of the rank count, 2-D tensors partitioned along
 // axis 1, sparse embeddings) under random strategies drawn over every architecture x topology
-// x partitioner x placement x replication x fusion cap x schedule x compression, with
+// x partitioner x placement x replication x fusion cap x schedule x compression x packing
+// (automatic, never: buckets summed on the tensors where they lie, always), with
 // ranks_per_node 1 and 2, co-located and dedicated servers:
 //   - integer-valued gradients: every bucket (compressed ones too: the values are exact in the
 //     wire formats) gives exactly the reference sum, two iterations in a row, whatever order
@@ -119,7 +120,7 @@ using mcomms = comms<mpi_backend>;
 // What the random cases exercised (checked at the end: the draws must reach every path).
 struct coverage {
   int kinds[4] = {}, topologies[4] = {}, compressed = 0, strided = 0, packed = 0, in_place = 0, ps_local = 0,
-      ps_remote_server = 0, priority = 0, dedicated = 0;
+      ps_remote_server = 0, priority = 0, dedicated = 0, unpacked = 0, unpacked_strided = 0;
 };
 
 // One random case: `iters` iterations, checked against the reference.
@@ -129,9 +130,19 @@ void run_case(mcomms& c, std::uint64_t seed, int dedicated, bool real, bool aver
   const auto cl = make_cluster(p / rpn, rpn, dedicated);
   const auto rc = random_strategy(rng, cl.server_count(), real);
   const auto pl = compile_plan(rc.model, cl, rc.strategy, layout{p, rpn});
-  executor<mpi_backend> ex(c, rc.model, pl, executor_options{0.0, !real, average});
+  // packing: automatic (the small random tensors mostly pack), never (every qualifying bucket
+  // runs on the tensors where they lie), always
+  const auto pk = static_cast<packing>(seed % 3);
+  executor<mpi_backend> ex(c, rc.model, pl, executor_options{0.0, !real, average, pk});
   ex.setup();
-  for (const auto& b : pl.buckets) {
+  for (std::size_t i = 0; i < pl.buckets.size(); ++i) {
+    const auto& b = pl.buckets[i];
+    EXPECT(ex.unpacked(i) == executor<mpi_backend>::direct(b, pk) && (pk != packing::always || !ex.unpacked(i)), "seed %llu bucket %zu",
+           (unsigned long long)seed, i);
+    if (ex.unpacked(i)) {
+      ++g_cov.unpacked;
+      for (const auto& sg : b.segments) g_cov.unpacked_strided += !sg.contiguous();
+    }
     ++g_cov.kinds[static_cast<int>(b.kind)];
     if (b.kind == step_kind::all_reduce || b.kind == step_kind::sharded) ++g_cov.topologies[static_cast<int>(b.topology.kind)];
     g_cov.compressed += b.compressed;
@@ -336,9 +347,11 @@ void check_coverage(const coverage& v, bool real) {
   for (int k = 0; k < 4; ++k) EXPECT(v.kinds[k] > 0, "no bucket of step kind %s ran", std::string(name_of(static_cast<step_kind>(k))).c_str());
   for (int k = 0; k < 4; ++k) EXPECT(v.topologies[k] > 0, "no bucket of topology %d ran", k);
   EXPECT(v.compressed > 0 && v.strided > 0 && v.packed > 0 && v.ps_local > 0 && v.ps_remote_server > 0 && v.priority > 0 &&
-             v.dedicated > 0 && (real || v.in_place > 0),
-         "coverage: compressed %d strided %d packed %d in place %d local %d remote server %d priority %d dedicated %d", v.compressed,
-         v.strided, v.packed, v.in_place, v.ps_local, v.ps_remote_server, v.priority, v.dedicated);
+             v.dedicated > 0 && (real || (v.in_place > 0 && v.unpacked > 0 && v.unpacked_strided > 0)),
+         "coverage: compressed %d strided %d packed %d in place %d local %d remote server %d priority %d dedicated %d unpacked %d "
+         "(strided %d)",
+         v.compressed, v.strided, v.packed, v.in_place, v.ps_local, v.ps_remote_server, v.priority, v.dedicated, v.unpacked,
+         v.unpacked_strided);
 }
 
 }  // namespace

@@ -25,9 +25,14 @@
 //                number of buckets plus the number of ready() calls.
 //
 // A bucket: in place in the user's buffer when it is one contiguous segment and travels
-// uncompressed, or when this iteration's buffers happen to hold its segments back to back in
-// fused order (checked per bucket and iteration); otherwise packed into one scratch buffer (one
-// bucket is in flight at a time).
+// uncompressed. An uncompressed all-reduce or sharded bucket on ring or halving-doubling (flat,
+// or both levels of a hierarchical all-reduce) of several segments runs on the tensors where they
+// lie (exec::segmented: each ring / halving step addresses its block as runs of the user's
+// buffers, summed there, one message per run; no pack or unpack copy) when its runs are large
+// (options.packing: automatic = at least direct_run_bytes per run on average; never; always).
+// Otherwise a bucket runs in place when this iteration's buffers happen to hold its segments
+// back to back in fused order (checked per bucket and iteration), or packed into one scratch
+// buffer (one bucket is in flight at a time).
 // Compressed buckets are encoded with error feedback (exec/compress.hpp: a residual of one
 // double per element, kept per bucket across iterations), summed in the wire dtype, decoded.
 // Sparse buckets (architecture all_gather) run one sparse_all_gather per segment; a row is
@@ -68,10 +73,21 @@
 
 namespace autosync::exec {
 
+// How a bucket of several segments reaches the wire (see the header comment): summed on the
+// user's tensors where they lie, or packed into one fused buffer. Every rank must choose alike
+// (setup() checks): the message pattern differs.
+enum class packing : std::uint8_t { automatic, always, never };
+
+// automatic: a bucket runs on the tensors without packing when its runs hold at least this many
+// bytes on average (a run is one message per ring step it touches; below this the per-message
+// cost outweighs the pack and unpack copies it saves).
+inline constexpr std::size_t direct_run_bytes = std::size_t{32} << 10;
+
 struct executor_options {
   double timeout = 0.0;         // seconds a wait on a peer may take; 0: keep the backend's own
   bool error_feedback = true;   // compressed buckets keep a residual
   bool average = false;         // divide the sums by the world size
+  packing pack = packing::automatic;
 };
 
 // One tensor's gradient buffer: `count` elements of `type` at `data` (row-major, the model's shape).
@@ -116,8 +132,11 @@ class executor {
     names_.reserve(m.tensors.size());
     for (const auto& t : m.tensors) names_.push_back(t.name);
     std::size_t scratch = 0, wire = 0;
-    for (const auto& b : plan_.buckets) {
-      if (!b.in_place()) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
+    direct_.assign(plan_.buckets.size(), 0);
+    for (std::size_t i = 0; i < plan_.buckets.size(); ++i) direct_[i] = direct(plan_.buckets[i], opt_.pack) ? 1 : 0;
+    for (std::size_t i = 0; i < plan_.buckets.size(); ++i) {
+      const auto& b = plan_.buckets[i];
+      if (!b.in_place() && !direct_[i]) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
       if (b.compressed) wire = std::max(wire, static_cast<std::size_t>(b.elements));
     }
     fused_.resize(scratch);
@@ -144,6 +163,25 @@ class executor {
   }
 
   [[nodiscard]] const plan& compiled() const noexcept { return plan_; }
+  // Whether bucket b runs on the tensors where they lie (no packing).
+  [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
+
+  // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
+  // decides, so every rank decides alike; see the header comment).
+  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept {
+    if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.in_place()) return false;
+    auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
+    const auto& t = b.topology;
+    if (b.kind == step_kind::all_reduce) {
+      if (!flat(t.kind) && !(t.kind == topology_kind::hierarchical && flat(t.intra) && flat(t.inter))) return false;
+    } else if (b.kind != step_kind::sharded || !flat(t.kind)) {
+      return false;
+    }
+    if (mode == packing::never) return true;
+    std::size_t runs = 0;
+    for (const auto& sg : b.segments) runs += (sg.blocks == 1 || sg.stride == sg.block) ? 1 : static_cast<std::size_t>(sg.blocks);
+    return static_cast<std::size_t>(b.elements) * size_of(b.type) >= runs * direct_run_bytes;
+  }
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
@@ -161,7 +199,7 @@ class executor {
     const std::array<std::int64_t, R> mine{
         static_cast<std::int64_t>(plan_.model_fingerprint), static_cast<std::int64_t>(plan_.strategy_fingerprint),
         static_cast<std::int64_t>(plan_hash(plan_)), static_cast<std::int64_t>(plan_.group_fingerprints.size()),
-        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0)};
+        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0) | (static_cast<int>(opt_.pack) << 2)};
     std::vector<std::int64_t> all(R * static_cast<std::size_t>(p));
     w.all_gather(mine.data(), all.data(), R, dtype::i64);
     auto rec = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * R + k]; };
@@ -187,7 +225,7 @@ class executor {
       }
       if (rec(bad, 0) != rec(0, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
       if (rec(bad, 2) != rec(0, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
-      throw error("options", "options mismatch: " + who + " (average or error_feedback)");
+      throw error("options", "options mismatch: " + who + " (average, error_feedback or packing)");
     }
     thread_ = std::thread([this] { loop(); });
   }
@@ -430,11 +468,38 @@ class executor {
     return r;
   }
 
+  // An uncompressed bucket on the tensors where they lie (direct_[bi]): no pack, no unpack.
+  void run_direct(const plan_bucket& b) {
+    segmented& sv = segs_;
+    sv = segmented(b.type);
+    for (const auto& sg : b.segments) {
+      if (sg.blocks == 1 || sg.stride == sg.block) sv.append(tensor_at(sg.tensor, sg.offset), static_cast<std::size_t>(sg.elements()));
+      else
+        for (std::int64_t k = 0; k < sg.blocks; ++k) sv.append(tensor_at(sg.tensor, sg.offset + k * sg.stride), static_cast<std::size_t>(sg.block));
+    }
+    auto& c = *comms_;
+    if (b.kind == step_kind::all_reduce) {
+      all_reduce(c, sv, b.topology);
+    } else {
+      reduce_scatter(c, sv, b.topology);
+      all_gather(c, sv, b.topology);
+    }
+    const int p = c.world.size();
+    if (opt_.average && p > 1)
+      sv.for_each(0, sv.total(), [&](unsigned char* at, std::size_t n) { scale(at, n, b.type, 1.0 / p); });
+  }
+
   void run_bucket(std::uint32_t bi) {
     const auto t0 = clock::now();
     const auto& b = plan_.buckets[bi];
     const auto n = static_cast<std::size_t>(b.elements);
     const int p = comms_->world.size();
+    if (direct_[bi]) {
+      run_direct(b);
+      timing_.sync += seconds(clock::now() - t0);
+      ++timing_.buckets;
+      return;
+    }
     unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
     const bool packed = data == nullptr;
     if (packed) {
@@ -488,6 +553,8 @@ class executor {
   std::vector<unsigned char> fused_;              // one bucket's packed elements (thread-owned)
   std::vector<std::uint16_t> wire_;               // one bucket's compressed elements (thread-owned)
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback (thread-owned)
+  std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)
+  segmented segs_;                                // the runs of the bucket in flight (thread-owned)
 
   std::mutex mu_;
   std::condition_variable cv_;
