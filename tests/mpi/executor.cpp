@@ -364,6 +364,66 @@ TEST_CASE("executor: a strategy or model that differs on one rank fails setup() 
   for_each_layout([](mcomms& c, int) { check_mismatch(c); });
 }
 
+// packing::automatic by hand: a bucket of 4 tensors of 16 Ki f32 (64 KiB runs) runs on the
+// tensors where they lie, one of 64 tensors of 16 f32 (64-byte runs) is packed; a tree bucket and
+// a compressed bucket are packed whatever the runs; packing::always packs. Exact sums each time.
+void check_packing_choice(mcomms& c) {
+  const int p = c.world.size(), r = c.world.rank(), rpn = c.ranks_per_node;
+  struct variant {
+    int tensors;
+    std::int64_t elements;
+    topology_value topo;
+    packing pk;
+    bool unpacked;
+  };
+  const topology_value ring{topology_kind::ring, topology_kind::ring, topology_kind::ring};
+  const topology_value hd{topology_kind::halving_doubling, topology_kind::ring, topology_kind::ring};
+  const topology_value tree{topology_kind::tree, topology_kind::ring, topology_kind::ring};
+  const topology_value hier{topology_kind::hierarchical, topology_kind::ring, topology_kind::halving_doubling};
+  for (const variant v : {variant{4, 16384, ring, packing::automatic, true}, variant{4, 16384, hd, packing::automatic, true},
+                          variant{4, 16384, hier, packing::automatic, true}, variant{64, 16, ring, packing::automatic, false},
+                          variant{64, 16, ring, packing::never, true}, variant{4, 16384, tree, packing::never, false},
+                          variant{4, 16384, ring, packing::always, false}}) {
+    CONTEXT("tensors " << v.tensors << " x " << v.elements << " topology " << static_cast<int>(v.topo.kind) << " packing "
+                       << static_cast<int>(v.pk));
+    model_spec m;
+    m.name = "pack";
+    for (int i = 0; i < v.tensors; ++i) {
+      tensor t;
+      t.name = std::to_string(i);
+      t.name.insert(0, 1, 'w');  // (not "w" + ...: GCC 12 warns falsely about that, -Wrestrict)
+      t.shape = {v.elements};
+      m.tensors.push_back(t);
+    }
+    group_desc g;
+    g.topology = v.topo;
+    g.fusion = {unbounded_bytes, unbounded_bytes};
+    const auto pl = compile_plan(m, make_cluster(p / rpn, rpn, 0), uniform_strategy(m, g, "one"), layout{p, rpn});
+    REQUIRE(pl.buckets.size() == 1);
+    executor<mpi_backend> ex(c, m, pl, executor_options{0.0, true, false, v.pk});
+    ex.setup();
+    EXPECT(ex.unpacked(0) == v.unpacked, "unpacked %d, want %d", int(ex.unpacked(0)), int(v.unpacked));
+    std::vector<std::vector<float>> g2(m.tensors.size());
+    std::vector<gradient> gr;
+    for (std::size_t t = 0; t < g2.size(); ++t) {
+      g2[t].resize(static_cast<std::size_t>(v.elements));
+      for (std::size_t e = 0; e < g2[t].size(); ++e) g2[t][e] = static_cast<float>((r + 1) * static_cast<int>(1 + (t + e) % 5));
+      gr.push_back(gradient{g2[t].data(), dtype::f32, v.elements});
+    }
+    ex.begin_iteration(std::span<const gradient>(gr));
+    for (std::size_t t = 0; t < g2.size(); ++t) ex.ready(t);
+    (void)ex.finish();
+    long bad = 0;
+    for (std::size_t t = 0; t < g2.size(); ++t)
+      for (std::size_t e = 0; e < g2[t].size(); ++e) bad += g2[t][e] != static_cast<float>(p * (p + 1) / 2 * static_cast<int>(1 + (t + e) % 5));
+    EXPECT(bad == 0, "%ld wrong sums", bad);
+  }
+}
+
+TEST_CASE("executor: packing choice (runs on the tensors where they lie, or packed) and exact sums either way") {
+  for_each_layout([](mcomms& c, int) { check_packing_choice(c); });
+}
+
 TEST_CASE("executor: random strategies, integer gradients: exact sums (two iterations, any ready() order)") {
   coverage cov;
   const int n = world_size() >= 8 ? 80 : 120;
