@@ -11,6 +11,10 @@
 //
 // ready(t) marks tensor t's gradient final; a bucket is ready when every tensor it holds is.
 // The thread waits on a condition variable (no busy-wait) and runs one bucket at a time.
+// Fifo plans on a host-memory backend: finish() runs the buckets the thread has not started
+// itself (one at a time with the thread: the backend is never called concurrently), so the
+// last buckets do not wait for the thread to be woken and scheduled (tens of microseconds on a
+// busy host). A device backend keeps every call on the communication thread.
 //
 // Order. Every rank must post the same collectives in the same order, whatever its timing:
 //   fifo only    the buckets run in plan order (their number = the cost model's ready order);
@@ -242,7 +246,8 @@ class executor {
       throw error("grads", "executor: " + std::to_string(grads.size()) + " gradients for a model of " +
                                std::to_string(plan_.tensor_elements.size()) + " tensors");
     for (std::size_t i = 0; i < grads.size(); ++i) {
-      const std::string f = "grads[" + std::to_string(i) + "]";
+      if (grads[i].type == plan_.tensor_types[i] && grads[i].count == plan_.tensor_elements[i] && grads[i].data != nullptr) continue;
+      const std::string f = "grads[" + std::to_string(i) + "]";  // (built only for a bad gradient)
       if (grads[i].type != plan_.tensor_types[i])
         throw error(f + ".type", "tensor '" + names_[i] + "' is " + std::string(name_of(plan_.tensor_types[i])) + ", got " +
                                      std::string(name_of(grads[i].type)));
@@ -257,6 +262,8 @@ class executor {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = plan_.buckets[b].tensors;
       std::fill(ready_.begin(), ready_.end(), std::uint8_t{0});
       ready_buckets_ = 0;
+      next_ = 0;
+      running_ = false;
       active_ = true;
       done_ = false;
       abort_ = false;
@@ -310,6 +317,13 @@ class executor {
     if (missing < ready_.size()) {
       abort_ = true;
       cv_.notify_all();
+    } else if (caller_runs && !plan_.any_priority) {
+      std::uint32_t b = 0;
+      try {
+        while (!done_ && claim(lk, b)) run_claimed(lk, b);
+      } catch (...) {
+        if (!error_) error_ = std::current_exception();
+      }
     }
     cv_.wait(lk, [&] { return done_; });
     active_ = false;
@@ -347,25 +361,53 @@ class executor {
       }
       {
         std::lock_guard lk(mu_);
-        error_ = err;
+        if (err && !error_) error_ = err;  // a bucket finish() ran may have failed first
         done_ = true;
       }
       cv_.notify_all();
     }
   }
 
+  // Fifo: the next bucket in plan order, claimed by the communication thread or by finish()
+  // (caller_runs): waits until nobody runs a bucket and the next one is ready. false: every bucket
+  // is claimed. Throws when the iteration was abandoned before the next bucket was ready.
+  bool claim(std::unique_lock<std::mutex>& lk, std::uint32_t& b) {
+    const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
+    cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (pending_[next_] == 0 || abort_)); });
+    if (next_ >= nb) return false;
+    if (pending_[next_] != 0) abandoned();
+    b = next_++;
+    running_ = true;
+    return true;
+  }
+  // Runs claimed bucket b with the lock released; a failure stops the claiming (both threads).
+  void run_claimed(std::unique_lock<std::mutex>& lk, std::uint32_t b) {
+    lk.unlock();
+    try {
+      run_bucket(b);
+    } catch (...) {
+      lk.lock();
+      running_ = false;
+      next_ = static_cast<std::uint32_t>(plan_.buckets.size());
+      cv_.notify_all();
+      throw;
+    }
+    lk.lock();
+    running_ = false;
+    cv_.notify_all();
+  }
+  static constexpr bool caller_runs = host_memory_backend<B>;
+
   [[noreturn]] void abandoned() const {
     throw error("ready", "executor: the iteration was abandoned before every tensor was ready");
   }
 
   void run_fifo() {
-    for (std::uint32_t b = 0; b < plan_.buckets.size(); ++b) {
-      {
-        std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return pending_[b] == 0 || abort_; });
-        if (pending_[b] != 0) abandoned();
-      }
-      run_bucket(b);
+    {
+      std::unique_lock lk(mu_);
+      std::uint32_t b = 0;
+      while (claim(lk, b)) run_claimed(lk, b);
+      cv_.wait(lk, [&] { return !running_; });  // finish() may be running the last one
     }
     finish_timing();
   }
@@ -565,6 +607,8 @@ class executor {
   std::vector<std::uint8_t> ready_;               // per tensor
   std::size_t ready_buckets_ = 0;                 // buckets whose tensors are all ready
   std::uint64_t generation_ = 0;
+  std::uint32_t next_ = 0;                        // fifo: the next bucket to claim
+  bool running_ = false;                          // fifo: a bucket is running (on either thread)
   bool active_ = false, done_ = false, abort_ = false, stop_ = false, failed_ = false;
   std::exception_ptr error_;
   iteration_timing timing_;                       // written by the thread while an iteration runs
