@@ -6,10 +6,10 @@
 //                     [--out strategy.json] [--emit-header strategy.hpp] [--timeline timeline.svg]
 //   autosync models | clusters
 //   autosync explain strategy.json [--model NAME|FILE] [--cluster NAME|FILE] [--timeline t.svg]
+//   mpirun -np N autosync calibrate --out cluster.json [--max-bytes B] [--budget-s S]
 //   mpirun -np N autosync run --strategy s.json [--model NAME|FILE] [--scale X] [--cluster NAME|FILE]
 //                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
 //                     [--records trials.jsonl] [--seed N]
-//   mpirun -np N autosync calibrate --out cluster.json [--max-bytes B] [--budget-s S]
 //
 // `run` executes a strategy for real on the MPI ranks (exec::executor on exec::mpi_backend):
 //
@@ -707,8 +707,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*explain) return cmd_explain(co, strategy_file);
-    if (*run) return cmd_run(ro, argc, argv);
     if (*calibrate) return cmd_calibrate(cal, argc, argv);
+    if (*run) return cmd_run(ro, argc, argv);
     return cmd_optimize(co, seed, json, out, header, allow_lossy, budget);
   } catch (const autosync::error& e) {
     std::cerr << "autosync: error: " << e.what() << "\n";
