@@ -33,7 +33,7 @@
 // or both levels of a hierarchical all-reduce) of several segments runs on the tensors where they
 // lie (exec::segmented: each ring / halving step addresses its block as runs of the user's
 // buffers, summed there, one message per run; no pack or unpack copy) when its runs are large
-// (options.packing: automatic = at least direct_run_bytes per run on average; never; always).
+// (options.pack: automatic = at least direct_run_bytes per run on average; never; always).
 // Otherwise a bucket runs in place when this iteration's buffers happen to hold its segments
 // back to back in fused order (checked per bucket and iteration), or packed into one scratch
 // buffer (one bucket is in flight at a time).
