@@ -6,6 +6,7 @@
 //                     [--out strategy.json] [--emit-header strategy.hpp] [--timeline timeline.svg]
 //   autosync models | clusters
 //   autosync explain strategy.json [--model NAME|FILE] [--cluster NAME|FILE] [--timeline t.svg]
+//   mpirun -np N autosync calibrate --out cluster.json [--max-bytes B] [--budget-s S]
 //   mpirun -np N autosync run --strategy s.json [--model NAME|FILE] [--scale X] [--cluster NAME|FILE]
 //                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
 //                     [--records trials.jsonl] [--seed N]
@@ -40,6 +41,7 @@
 #include "autosync_cli_learn.hpp"  // `autosync learn`, `autosync tune`
 
 #ifdef AUTOSYNC_HAS_MPI
+#include <autosync/exec/calibrate.hpp>
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 #include <mpi.h>
@@ -386,6 +388,12 @@ struct run_opts {
   std::uint64_t seed = 1;
 };
 
+struct calibrate_opts {
+  std::string out;
+  std::uint64_t max_bytes = std::uint64_t{16} << 20;
+  double budget_s = 1.5;
+};
+
 #ifdef AUTOSYNC_HAS_MPI
 
 using exec::mpi_backend;
@@ -669,11 +677,76 @@ int cmd_run(const run_opts& ro, int& argc, char**& argv) {
   return 0;
 }
 
+// `autosync calibrate` (under mpirun): exec::calibrate on the MPI ranks, then rank 0 prints the
+// measurements next to the fit and the local-<N> preset, and writes the cluster JSON that
+// `optimize` and `run` take with --cluster.
+int cmd_calibrate(const calibrate_opts& co, int& argc, char**& argv) {
+  exec::mpi_session session(argc, argv);
+  int rank = 0, p = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  std::string failure;
+  exec::calibrate_options o;
+  try {
+    if (co.out.empty()) throw error("--out", "needs a file name for the cluster JSON");
+    if (p < 2) throw error("ranks", "calibrate measures the link between ranks: run it under mpirun with at least 2 ranks");
+    if (co.max_bytes < 4096) throw error("--max-bytes", "must be at least 4096");
+    if (!(co.budget_s > 0.0) || !std::isfinite(co.budget_s)) throw error("--budget-s", "must be a positive number of seconds");
+    o.budget_s = co.budget_s;
+    o.sizes.clear();
+    for (std::uint64_t b = 4096; b <= co.max_bytes; b *= 4) o.sizes.push_back(static_cast<std::size_t>(b));
+    if (o.sizes.size() < 2) throw error("--max-bytes", "must be at least 16384 (two sizes to fit)");
+    if (rank == 0) {  // fail now, not after the measurement
+      std::ofstream f(co.out, std::ios::app);
+      if (!f) throw error("--out", "cannot open '" + co.out + "' to write");
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!all_ok(failure, rank)) return 1;
+  exec::calibration k;
+  try {
+    auto cm = exec::comms<mpi_backend>::make(mpi_backend::world(), p);
+    k = exec::calibrate(cm, o);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!all_ok(failure, rank)) return 1;
+  if (rank != 0) return 0;
+  const auto env = run_environment(p, session.thread_level());
+  const cluster_spec c = exec::calibrated_cluster(k, "host " + env.hostname + ", " + env.timestamp);
+  const cluster_spec preset = zoo::local(p);
+  const auto& pn = preset.nodes[0];
+  char line[200];
+  std::cout << "autosync calibrate: " << p << " ranks on " << env.hostname << " (" << env.mpi_library.substr(0, env.mpi_library.find(',')) << ")\n";
+  std::snprintf(line, sizeof line, "  reduction (sum_into f32, every rank at once): %.2f GB/s per rank\n", k.reduce_bandwidth / 1e9);
+  std::cout << line << "  ring all-reduce (exec::all_reduce, f32)      measured      fitted   fit/measured\n";
+  for (const auto& x : k.samples) {
+    std::snprintf(line, sizeof line, "    %12s  %5d reps              %10s  %10s   %6.2f\n", human_bytes(double(x.bytes)).c_str(), x.reps,
+                  ms(x.measured).c_str(), ms(x.fitted).c_str(), x.fitted / x.measured);
+    std::cout << line;
+  }
+  std::snprintf(line, sizeof line, "  fitted:  latency %.2f us per ring step, link %.2f GB/s, reduction %.2f GB/s\n", k.latency * 1e6,
+                k.bandwidth / 1e9, k.reduce_bandwidth / 1e9);
+  std::cout << line;
+  std::snprintf(line, sizeof line, "  preset %s: latency %.2f us, link %.2f GB/s, reduction %.2f GB/s\n", preset.name.c_str(),
+                pn.intra.latency * 1e6, pn.intra.bandwidth / 1e9, pn.reduce_bandwidth / 1e9);
+  std::cout << line;
+  io::save_cluster_file(co.out, c);
+  std::cout << "wrote cluster '" << c.name << "' to " << co.out << " (use: --cluster " << co.out << ")\n";
+  return 0;
+}
+
 #else  // no MPI
 
 int cmd_run(const run_opts&, int&, char**&) {
   throw error("`autosync run` needs MPI: this autosync was built without it (install OpenMPI, e.g. Debian's libopenmpi-dev, "
               "and rebuild: the command links autosync::mpi when CMake finds MPI)");
+}
+
+int cmd_calibrate(const calibrate_opts&, int&, char**&) {
+  throw error("`autosync calibrate` needs MPI: this autosync was built without it (install OpenMPI, e.g. Debian's libopenmpi-dev, "
+              "and rebuild)");
 }
 
 #endif
@@ -721,6 +794,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--records", ro.records, "append a trial record (JSON Lines) to this file");
   run->add_option("--seed", ro.seed, "seed of the synthetic gradients")->capture_default_str();
+  calibrate_opts cal;
+  auto* calibrate = app.add_subcommand("calibrate", "measure this host's MPI transport (under mpirun) and write a cluster JSON");
+  calibrate->add_option("--out", cal.out, "cluster JSON file to write")->required();
+  calibrate->add_option("--max-bytes", cal.max_bytes, "largest ring all-reduce measured (sizes 4 KiB x4 up to this)")->capture_default_str();
+  calibrate->add_option("--budget-s", cal.budget_s, "seconds of repetitions per size")->capture_default_str();
 
   autosync_cli_learn::learn_opts lo;
   auto* learn_cmd = app.add_subcommand("learn", "train the learned correction on trial records and report held-out ranking accuracy");
@@ -790,6 +868,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*explain) return cmd_explain(co, strategy_file);
+    if (*calibrate) return cmd_calibrate(cal, argc, argv);
     if (*run) return cmd_run(ro, argc, argv);
     if (*learn_cmd) return autosync_cli_learn::cmd_learn(lo);
     if (*tune_cmd) return autosync_cli_learn::cmd_tune(to, argv[0]);

@@ -2,7 +2,7 @@
 // against the PyTorch-DDP baseline, measured and predicted.
 //
 //   mpirun -np 4 bench_mpi_models [--models resnet50,bert-base] [--scale 0.25] [--iters 10]
-//                                 [--warmup 2] [--seed 1] [--model-out DIR]
+//                                 [--warmup 2] [--seed 1] [--model-out DIR] [--cluster FILE]
 //
 // For every model m = zoo::make_model_scaled(name, scale) (every tensor's dim 0 times `scale`:
 // the same tensors in the same order, fewer bytes, so that 4 ranks on a small machine stay
@@ -32,6 +32,8 @@
 // Output: a table, plus one machine-readable line per (model, strategy) for
 // tests/bench/run-mpi-benchmarks.sh:
 //   result model=resnet50 strategy=found wall_ms=... sync_ms=... predicted_ms=... buckets=... bytes=...
+// --cluster FILE: a cluster JSON for one node of exactly the job's ranks instead of the preset,
+// e.g. what `autosync calibrate` wrote for this host; the search and the predictions use it.
 // --model-out DIR: rank 0 writes DIR/<name>.json (io::save_model_file) for every model, the
 // tensors tests/bench/ddp_torch.py then hands to PyTorch DDP.
 #include <autosync/cluster.hpp>
@@ -70,7 +72,7 @@ struct options {
   double scale = 0.25;
   int iters = 10, warmup = 2;
   std::uint64_t seed = 1;
-  std::string model_out;
+  std::string model_out, cluster;
 };
 
 options parse(int argc, char** argv) {
@@ -101,7 +103,8 @@ options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = static_cast<int>(number(value(), 0));
     else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number(value(), 0));
     else if (a == "--model-out") o.model_out = value();
-    else throw error(a, "unknown option (--models, --scale, --iters, --warmup, --seed, --model-out)");
+    else if (a == "--cluster") o.cluster = value();
+    else throw error(a, "unknown option (--models, --scale, --iters, --warmup, --seed, --model-out, --cluster)");
   }
   return o;
 }
@@ -196,15 +199,21 @@ int run(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   auto c = exec::comms<exec::mpi_backend>::make(exec::mpi_backend::world(), p);
-  const cluster_spec cluster = zoo::local(p);
+  const cluster_spec cluster = o.cluster.empty() ? zoo::local(p) : io::load_cluster_file(o.cluster);
+  if (cluster.world_size() != p || cluster.worker_nodes() != 1)
+    throw error("--cluster", "'" + cluster.name + "' has " + std::to_string(cluster.world_size()) + " ranks on " +
+                                 std::to_string(cluster.worker_nodes()) + " node(s); this benchmark runs one node of " + std::to_string(p));
 
   if (rank == 0) {
     std::printf("# zoo models on %s (%d ranks), scale %g, f32; median of %d iterations (max over ranks), %d warm-up\n",
                 cluster.name.c_str(), p, o.scale, o.iters, o.warmup);
     std::printf("# no simulated compute: measured = pure synchronization time; predicted = cost::estimate communication\n");
     std::printf("# pred_iter: the search's objective (compute + exposed communication on the modelled cluster)\n");
-    std::printf("%-16s %-9s %9s %7s %8s %13s %12s %12s %10s %13s\n", "model", "strategy", "MiB", "groups", "buckets", "predicted_ms",
-                "measured_ms", "comm_thr_ms", "meas/pred", "pred_iter_ms");
+    if (!o.cluster.empty())
+      std::printf("# predicted on %s (from %s); preset_ms: the same strategy predicted on the preset %s\n", cluster.name.c_str(),
+                  o.cluster.c_str(), zoo::local(p).name.c_str());
+    std::printf("%-16s %-9s %9s %7s %8s %13s %12s %12s %10s %13s %10s\n", "model", "strategy", "MiB", "groups", "buckets", "predicted_ms",
+                "measured_ms", "comm_thr_ms", "meas/pred", "pred_iter_ms", "preset_ms");
     std::fflush(stdout);
   }
   for (const auto& name : o.models) {
@@ -224,14 +233,16 @@ int run(int argc, char** argv) {
     };
     for (const row r : {row{"found", &found}, row{"ddp", &ddp}}) {
       const auto pred = cost::estimate(m, cluster, *r.s);
+      const auto pred_preset = cost::estimate(m, zoo::local(p), *r.s);
       const auto meas = execute(c, m, cluster, *r.s, o, storage, name + "/" + r.label);
       if (rank == 0) {
-        std::printf("%-16s %-9s %9.1f %7zu %8zu %13.2f %12.2f %12.2f %10.2f %13.2f\n", name.c_str(), r.label, mib,
+        std::printf("%-16s %-9s %9.1f %7zu %8zu %13.2f %12.2f %12.2f %10.2f %13.2f %10.2f\n", name.c_str(), r.label, mib,
                     r.s->groups.size(), meas.buckets, pred.communication * 1e3, meas.wall * 1e3, meas.sync * 1e3,
-                    pred.communication > 0 ? meas.wall / pred.communication : 0.0, pred.iteration * 1e3);
-        std::printf("result model=%s strategy=%s wall_ms=%.3f sync_ms=%.3f predicted_ms=%.3f buckets=%zu bytes=%lld\n", name.c_str(),
-                    r.label, meas.wall * 1e3, meas.sync * 1e3, pred.communication * 1e3, meas.buckets,
-                    static_cast<long long>(m.total_bytes()));
+                    pred.communication > 0 ? meas.wall / pred.communication : 0.0, pred.iteration * 1e3, pred_preset.communication * 1e3);
+        std::printf("result model=%s strategy=%s wall_ms=%.3f sync_ms=%.3f predicted_ms=%.3f preset_predicted_ms=%.3f buckets=%zu "
+                    "bytes=%lld\n",
+                    name.c_str(), r.label, meas.wall * 1e3, meas.sync * 1e3, pred.communication * 1e3, pred_preset.communication * 1e3,
+                    meas.buckets, static_cast<long long>(m.total_bytes()));
         std::fflush(stdout);
       }
     }

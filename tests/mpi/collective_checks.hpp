@@ -11,6 +11,7 @@
 
 #include <autosync/exec/collectives.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -269,6 +270,65 @@ void check_sparse_all_gather(exec::comms<B>& c, std::span<const dtype> types) {
           exec::sparse_all_gather(c, buf.data(), rows, width, t, mine);
           AUTOSYNC_CHECK_ELEMENTS(buf, want, 0, n, t);
         }
+}
+
+// Run lengths that cut n elements into pieces of varied sizes (1, 2, 3, ... up to thousands),
+// like a bucket of tensors of odd shapes.
+[[nodiscard]] inline std::vector<std::size_t> run_lengths(std::size_t n, std::uint64_t salt) {
+  constexpr std::size_t L[] = {1, 3, 2, 17, 64, 5, 1000, 7, 250};
+  std::vector<std::size_t> out;
+  for (std::size_t left = n, k = 0; left > 0; ++k) {
+    const std::size_t x = std::min(left, L[(salt + k) % 9] * (1 + n / 4000));
+    out.push_back(x);
+    left -= x;
+  }
+  return out;
+}
+
+// The topologies a segmented buffer runs on: ring and halving-doubling, flat or (all_reduce) as
+// both hierarchical levels.
+[[nodiscard]] inline bool segmented_topology(const topology_value& t, bool hierarchical_ok) {
+  auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
+  return flat(t.kind) || (hierarchical_ok && t.kind == topology_kind::hierarchical && flat(t.intra) && flat(t.inter));
+}
+
+// Segmented buffers (each run its own allocation): all_reduce, and reduce_scatter + all_gather
+// (the sharded step), give every rank the exact sum in every run.
+template <exec::Backend B>
+void check_segmented(exec::comms<B>& c, std::span<const topology_value> topos, std::span<const dtype> types,
+                     std::span<const std::size_t> sizes) {
+  const int p = c.world.size(), r = c.world.rank();
+  for (dtype t : types)
+    for (std::size_t n : sizes) {
+      const std::size_t es = size_of(t);
+      const auto salt = salt_of(t, n, 4);
+      const auto in = input(r, n, t, salt), want = expected_sum(p, n, t, salt);
+      const auto lens = run_lengths(n, salt);
+      for (const auto& topo : topos)
+        for (int sharded = 0; sharded < 2; ++sharded) {
+          if (!segmented_topology(topo, sharded == 0)) continue;
+          CONTEXT((sharded ? "reduce_scatter+all_gather " : "all_reduce ") << name_of(topo) << " segmented " << autosync::name_of(t)
+                                                                            << " n=" << n << " runs=" << lens.size()
+                                                                            << " ranks_per_node=" << c.ranks_per_node);
+          std::vector<std::vector<unsigned char>> runs;
+          exec::segmented sv(t);
+          std::size_t o = 0;
+          for (std::size_t len : lens) {
+            runs.emplace_back(in.begin() + static_cast<std::ptrdiff_t>(o * es), in.begin() + static_cast<std::ptrdiff_t>((o + len) * es));
+            sv.append(runs.back().data(), len);
+            o += len;
+          }
+          if (sharded) {
+            exec::reduce_scatter(c, sv, topo);
+            exec::all_gather(c, sv, topo);
+          } else {
+            exec::all_reduce(c, sv, topo);
+          }
+          std::vector<unsigned char> got;
+          for (const auto& x : runs) got.insert(got.end(), x.begin(), x.end());
+          AUTOSYNC_CHECK_ELEMENTS(got, want, 0, n, t);
+        }
+    }
 }
 
 }  // namespace autosync::mpitest

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 using namespace autosync;
@@ -89,6 +91,62 @@ TEST_CASE("integer dtypes sum exactly too (i32, i64)") {
     check_reduce_scatter(c, topos, ints, sz);
     check_all_gather(c, topos, ints, sz);
   });
+}
+
+// The MPI backend without its sendrecv_pieces: what a backend without that optional member
+// gets (one sendrecv, send or recv per piece).
+struct plain_mpi {
+  mpi_backend b;
+  int rank() const { return b.rank(); }
+  int size() const { return b.size(); }
+  bool valid() const { return b.valid(); }
+  double timeout() const { return b.timeout(); }
+  void set_timeout(double s) { b.set_timeout(s); }
+  void all_reduce(void* p, std::size_t n, dtype t) { b.all_reduce(p, n, t); }
+  void reduce_scatter(const void* s, void* r, std::size_t n, dtype t) { b.reduce_scatter(s, r, n, t); }
+  void all_gather(const void* s, void* r, std::size_t n, dtype t) { b.all_gather(s, r, n, t); }
+  void reduce(void* p, std::size_t n, dtype t, int root) { b.reduce(p, n, t, root); }
+  void broadcast(void* p, std::size_t n, dtype t, int root) { b.broadcast(p, n, t, root); }
+  void send(const void* p, std::size_t n, dtype t, int peer, int tag) { b.send(p, n, t, peer, tag); }
+  void recv(void* p, std::size_t n, dtype t, int peer, int tag) { b.recv(p, n, t, peer, tag); }
+  void sendrecv(const void* s, std::size_t sn, int d, void* r, std::size_t rn, int src, dtype t, int tag) {
+    b.sendrecv(s, sn, d, r, rn, src, t, tag);
+  }
+  plain_mpi split(int color, int key) { return plain_mpi{b.split(color, key)}; }
+  void barrier() { b.barrier(); }
+  [[noreturn]] void abort(std::string_view why) { b.abort(why); }
+};
+static_assert(Backend<plain_mpi>);
+
+TEST_CASE("segmented buffers (a bucket's tensors where they lie): ring, halving-doubling, hierarchical of those, exact") {
+  for_each_shape([](auto& c, const std::vector<topology_value>& topos, const std::vector<std::size_t>& sz) {
+    check_segmented(c, topos, float_dtypes, sz);
+  });
+}
+
+TEST_CASE("segmented buffers on a backend without sendrecv_pieces (one message per piece)") {
+  const int p = world_size();
+  const dtype types[] = {dtype::f32, dtype::bf16};
+  const std::size_t sz[] = {0, 1, 13, 1009, 70001};
+  for (int rpn : node_shapes(p)) {
+    CONTEXT("ranks_per_node=" << rpn);
+    auto c = comms<plain_mpi>::make(plain_mpi{mpi_backend::world()}, rpn);
+    check_segmented(c, all_topologies(rpn == 1, true), types, sz);
+  }
+}
+
+TEST_CASE("segmented buffers: tree is refused with an error naming the topology") {
+  auto c = comms<mpi_backend>::make(mpi_backend::world(), 1);
+  std::vector<float> a(5, 1.0f);
+  segmented sv(dtype::f32);
+  sv.append(a.data(), a.size());
+  std::string field;
+  try {
+    exec::all_reduce(c, sv, topology_value{topology_kind::tree, topology_kind::ring, topology_kind::ring});
+  } catch (const autosync::error& e) {
+    field = e.field();
+  }
+  CHECK(field == "topology");
 }
 
 TEST_CASE("reduce_scatter block layout, by hand: n = 10 over 4 ranks is [0,3) [3,6) [6,8) [8,10)") {

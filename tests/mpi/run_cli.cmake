@@ -7,6 +7,8 @@
 #      maxima equal to the largest per-rank value, a prediction and the environment
 #   4. a strategy that does not fit the model (vgg16): every rank exits non-zero with a message
 #      naming the model, and nothing is appended
+#   5. autosync calibrate (2 ranks, up to 64 KiB) writes local-2-calibrated; optimize and run
+#      (resnet50 at scale 0.1) take it with --cluster; on one rank it fails naming 'ranks'
 # Run as: cmake -DAUTOSYNC=<autosync> -DMPIEXEC=<mpiexec> [-DNP_FLAG=-np] [-DPREFLAGS=...]
 #               -DWORK=<scratch dir> -P run_cli.cmake
 foreach(v AUTOSYNC MPIEXEC WORK)
@@ -104,4 +106,32 @@ string(FIND "${out}${err}" "does not fit model 'vgg16'" at)
 check("the mismatch error names the model:\n${out}\n${err}" at GREATER -1)
 file(READ "${records}" after)
 check("the failed run changed ${records}" after STREQUAL text)
+
+# 5. autosync calibrate on the two ranks writes a cluster JSON that optimize and run take
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" calibrate --out "${WORK}/local2.json" --max-bytes 65536 --budget-s 0.05
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "autosync calibrate:\n${out}")
+check("autosync calibrate failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
+string(FIND "${out}" "fitted:  latency" at)
+check("calibrate printed no fit" at GREATER -1)
+file(READ "${WORK}/local2.json" cj)
+string(JSON cname GET "${cj}" name)
+check("calibrated cluster name ${cname}" cname STREQUAL "local-2-calibrated")
+string(JSON bw GET "${cj}" nodes 0 intra bandwidth)
+check("calibrated link bandwidth ${bw}" bw GREATER 0)
+execute_process(COMMAND "${AUTOSYNC}" optimize --model resnet50 --cluster "${WORK}/local2.json" --out "${WORK}/s2.json"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("optimize on the calibrated cluster failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s2.json" --model resnet50 --scale 0.1 --iters 1 --warmup 0
+                        --cluster "${WORK}/local2.json"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("run on the calibrated cluster failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
+string(FIND "${out}" "predicted (cost model on local-2-calibrated)" at)
+check("run did not predict on the calibrated cluster:\n${out}" at GREATER -1)
+# under mpirun with one rank: an error naming the ranks, exit 1
+execute_process(COMMAND ${MPIEXEC} --oversubscribe --allow-run-as-root ${NP_FLAG} 1 ${PREFLAGS} "${AUTOSYNC}" calibrate --out "${WORK}/one.json"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("calibrate on one rank succeeded" NOT rc EQUAL 0)
+string(FIND "${out}${err}" "'ranks'" at)
+check("calibrate on one rank does not name the ranks:\n${out}\n${err}" at GREATER -1)
 message(STATUS "run_cli: ok")

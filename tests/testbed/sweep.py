@@ -8,13 +8,14 @@
 
 For every shape (hosts x ranks per host at a rate; see SHAPES) it brings a testbed up
 (testbed.sh up), and for every model writes the strategies to try with `autosync sample` (the
-search's pick, every baseline, N random draws from the search space, lossy compression allowed
+search's pick, the search's pick for communication alone (autosync-comm: the cluster with
+compute too fast to hide any), every baseline, N random draws from the search space, lossy compression allowed
 in the draws) for the model scaled to the testbed (--scale, the tensor structure kept: about
 0.12 s of ring all-reduce traffic at the slowest link), then runs each strategy with
 `autosync run` under the testbed's mpirun and appends its trial record to
 OUT/<cluster name>.jsonl. A fraction F of the strategies also runs with simulated backward
-compute (--compute-scale chosen so the compute is 0.5x or 1x the search's pick's measured sync
-time), so overlap is in the data too. Each trial is one line of OUT/sweep.log: time, load
+compute (--compute-scale chosen so the compute is 0.5x or 1x the measured sync time of the first
+strategy run, DDP's when the baselines run), so overlap is in the data too. Each trial is one line of OUT/sweep.log: time, load
 averages (/proc/loadavg, the machine is shared), shape, model, strategy, compute scale, exit
 status, median sync time, wall time, bytes the shapers counted. The testbed is always torn
 down (also on Ctrl-C); a trial that hangs past its timeout is killed and the testbed rebuilt.
@@ -117,6 +118,20 @@ class Sweep:
             r = subprocess.run(base + ["--count", "0", "--baselines", "--search"], stdout=subprocess.PIPE, text=True, check=True)
             files += r.stdout.split()
             files = files[-1:] + files[:-1]  # the search's pick first
+            # the search's pick for communication alone: the same cluster with compute too fast to
+            # hide anything, the regime of the --compute-scale 0 runs
+            c = json.load(open(self.work / "cluster.json"))
+            for n in c["nodes"]:
+                n["device_flops"] = 1e18
+            json.dump(c, open(self.work / "cluster-comm.json", "w"))
+            comm = base[:]
+            comm[comm.index(str(self.work / "cluster.json"))] = str(self.work / "cluster-comm.json")
+            comm[comm.index(str(d))] = str(d / "comm")
+            r = subprocess.run(comm + ["--count", "0", "--search"], stdout=subprocess.PIPE, text=True, check=True)
+            (d / "comm" / "autosync.json").rename(d / "autosync-comm.json")
+            files.insert(1, str(d / "autosync-comm.json"))
+            ddp = [f for f in files if f.endswith("baseline-ddp.json")]
+            files = ddp + [f for f in files if f not in ddp]  # DDP first: its sync time sets the compute scale
         if self.a.random > 0:
             r = subprocess.run(base + ["--count", str(self.a.random), "--allow-lossy"], stdout=subprocess.PIPE, text=True, check=True)
             files += r.stdout.split()

@@ -49,7 +49,7 @@ readonly HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly INTRA_BW=8e9 INTRA_LAT=5e-7 CORE_FLOPS=2.88e10 CORE_REDUCE=4e9
 
 die() { echo "testbed: error: $*" >&2; exit 1; }
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n "2,10p" "${BASH_SOURCE[0]}" | sed "s/^# \{0,1\}//" >&2; exit "${1:-2}"; }
 log() { echo "testbed: $*" >&2; }
 
 # ---- checks ------------------------------------------------------------------------------------
@@ -434,6 +434,6 @@ case "$verb" in
     teardown "$name"
     log "down${name:+ '$name'}: no namespace of ours left"
     ;;
-  -h | --help | help) usage ;;
+  -h | --help | help) usage 0 ;;
   *) die "unknown verb '$verb' (up, run, exec, measure, down, check)" ;;
 esac

@@ -21,6 +21,15 @@
 //   barrier()
 //   abort(reason)                          ends every rank of the job (a dead or stuck peer)
 //
+// Optional (found with a requires-expression, exec/collectives.hpp falls back to one sendrecv,
+// send or recv per piece without it):
+//   sendrecv_pieces(span<const mem_piece> s, dst, span<const mem_piece> r, src, t, tag)
+//                                          piece k sent is one message, received by the peer's
+//                                          piece k; all posted at once (dst/src -1: none)
+// The collectives run on the user's tensors in place through it (no packing copy), so a backend
+// whose buffers are not host memory (a device backend) opts out with
+//   static constexpr bool host_memory = false;
+//
 // A backend reports failures as autosync::error naming the operation and, where known, the
 // peer rank. Operations that wait on a peer give up after `timeout()` seconds (a dead rank
 // must not hang the others) and throw autosync::error("rank N", "... timed out ...").
@@ -33,6 +42,12 @@
 #include <string_view>
 
 namespace autosync::exec {
+
+// `n` elements at `at`: one contiguous piece of a buffer made of several (a bucket's tensors).
+struct mem_piece {
+  unsigned char* at = nullptr;
+  std::size_t n = 0;
+};
 
 template <class B>
 concept Backend = std::movable<B> && requires(B& b, const B& cb, void* p, const void* cp, std::size_t n, dtype t, int r,
@@ -54,5 +69,13 @@ concept Backend = std::movable<B> && requires(B& b, const B& cb, void* p, const 
   b.barrier();
   b.abort(why);
 };
+
+// Whether the backend's buffers are host memory (the default): collectives may then read and sum
+// them on the CPU, and the executor may run buckets on the user's tensors without packing.
+template <class B>
+inline constexpr bool host_memory_backend = [] {
+  if constexpr (requires { B::host_memory; }) return static_cast<bool>(B::host_memory);
+  else return true;
+}();
 
 }  // namespace autosync::exec

@@ -65,6 +65,13 @@
 //   indices and their rows are ring-all-gathered (blocks of varying size), then every rank sums
 //   the rows of every rank, in rank order, into a zeroed buffer.
 //
+// Segmented buffers (exec::segmented): ring and halving-doubling (flat, and as both levels of a
+// hierarchical all-reduce) also run on a buffer made of several runs, e.g. a bucket's tensors
+// where the user keeps them. Their steps address element ranges; a range crossing runs is one
+// message per run (Backend::sendrecv_pieces posts them together), a received range is summed
+// run by run. The pack and unpack copies of a fused buffer disappear; the bytes on the wire and
+// the step count are the same.
+//
 // Exactness: each element is summed in the dtype of the buffer (f16/bf16 in f32, rounded to
 // nearest even once per addition), so integer-valued inputs whose partial sums stay exact in the
 // dtype (below 2^24 for f32, 2048 for f16, 256 for bf16) give the exact sum on every topology.
@@ -87,6 +94,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -108,8 +116,21 @@ inline constexpr std::size_t sum_chunk_bytes = 4096;
 // dst[i] += src[i] for n elements of T, through whole-chunk memcpy into local arrays: defined
 // for any alignment and any aliasing of the buffers' declared types, and the add loop runs on
 // local arrays of a fixed length, which the compiler vectorizes (even at -O2).
+// Fixed-length inner loops: vectorized at -O2 too (GCC's cheap cost model wants a known count).
+template <class T>
+inline void add_aligned(T* __restrict d, const T* __restrict s, std::size_t n) noexcept {
+  constexpr std::size_t C = 1024 / sizeof(T);
+  std::size_t i = 0;
+  for (; i + C <= n; i += C)
+    for (std::size_t k = 0; k < C; ++k) d[i + k] += s[i + k];
+  for (; i < n; ++i) d[i] += s[i];
+}
+
 template <class T>
 inline void add_chunks(unsigned char* d, const unsigned char* s, std::size_t n) noexcept {
+  // Aligned buffers (every tensor and scratch buffer in practice): one vectorized pass, no staging.
+  if (reinterpret_cast<std::uintptr_t>(d) % alignof(T) == 0 && reinterpret_cast<std::uintptr_t>(s) % alignof(T) == 0)
+    return add_aligned(reinterpret_cast<T*>(d), reinterpret_cast<const T*>(s), n);
   constexpr std::size_t C = sum_chunk_bytes / sizeof(T);
   T a[C], b[C];
   std::size_t i = 0;
@@ -152,7 +173,7 @@ inline std::uint16_t bf16_out(float f) noexcept { return to_bf16(f); }
 }  // namespace detail
 
 // dst[i] += src[i] for n elements of t (f16/bf16 summed in f32, rounded to nearest even;
-// integers wrap). Unaligned or aliased-by-type buffers are fine (loads go through memcpy).
+// integers wrap). dst and src do not overlap. Unaligned buffers are fine (loads go through memcpy).
 inline void sum_into(void* dst, const void* src, std::size_t n, dtype t) noexcept {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
@@ -245,7 +266,69 @@ struct view {
   std::size_t es = 4;
   view(void* b, dtype tt) : base(static_cast<unsigned char*>(b)), t(tt), es(size_of(tt)) {}
   [[nodiscard]] unsigned char* at(std::size_t i) const noexcept { return base + i * es; }
+  // The ring and halving-doubling steps address element ranges through these (segmented below):
+  // a range is one piece (also when empty: one message, as always).
+  void pieces(std::size_t a, std::size_t len, std::vector<mem_piece>& out) const { out.push_back({at(a), len}); }
+  void pieces_like(std::size_t, std::size_t len, unsigned char* tmp, std::vector<mem_piece>& out) const { out.push_back({tmp, len}); }
+  void add(std::size_t a, const unsigned char* tmp, std::size_t len) const;
+  [[nodiscard]] view sub(std::size_t a, std::size_t) const { return view(at(a), t); }
 };
+
+}  // namespace detail
+
+// A buffer made of several contiguous runs of one dtype (a bucket's tensors where they live):
+// element range [off[k], off[k+1]) of the whole is at run[k]. The collectives that accept it
+// (ring and halving-doubling, flat or as the hierarchical levels) move and sum the elements
+// where they are; a range that crosses runs travels as one message per run (the peers cut it
+// the same way: they hold the same runs).
+//
+//   whole:   [ run 0 ......... | run 1 ... | run 2 ............ ]
+//   block b:          [==========|==========|===]  -> 3 messages
+struct segmented {
+  dtype t = dtype::f32;
+  std::size_t es = 4;
+  std::vector<std::size_t> off{0};
+  std::vector<unsigned char*> run;
+
+  explicit segmented(dtype tt = dtype::f32) : t(tt), es(size_of(tt)) {}
+  // Appends the next `n` elements (n > 0) at `at`.
+  void append(void* at, std::size_t n) {
+    if (n == 0) return;
+    run.push_back(static_cast<unsigned char*>(at));
+    off.push_back(off.back() + n);
+  }
+  [[nodiscard]] std::size_t total() const noexcept { return off.back(); }
+  [[nodiscard]] std::size_t runs() const noexcept { return run.size(); }
+
+  // f(pointer, elements) for every run-piece of [a, a + len), in order.
+  template <class F>
+  void for_each(std::size_t a, std::size_t len, F&& f) const {
+    if (len == 0) return;
+    const std::size_t e = a + len;
+    auto k = static_cast<std::size_t>(std::upper_bound(off.begin(), off.end(), a) - off.begin()) - 1;
+    for (; k < run.size() && off[k] < e; ++k) {
+      const std::size_t s = std::max(a, off[k]), x = std::min(e, off[k + 1]);
+      f(run[k] + (s - off[k]) * es, x - s);
+    }
+  }
+  void pieces(std::size_t a, std::size_t len, std::vector<mem_piece>& out) const {
+    for_each(a, len, [&](unsigned char* p, std::size_t n) { out.push_back({p, n}); });
+  }
+  // A contiguous tmp cut like [a, a + len) (what the peer sends of that range).
+  void pieces_like(std::size_t a, std::size_t len, unsigned char* tmp, std::vector<mem_piece>& out) const {
+    std::size_t o = 0;
+    for_each(a, len, [&](unsigned char*, std::size_t n) { out.push_back({tmp + o * es, n}), o += n; });
+  }
+  void add(std::size_t a, const unsigned char* tmp, std::size_t len) const;
+  // Elements [a, a + len) as a segmented buffer of their own.
+  [[nodiscard]] segmented sub(std::size_t a, std::size_t len) const {
+    segmented s(t);
+    for_each(a, len, [&](unsigned char* p, std::size_t n) { s.append(p, n); });
+    return s;
+  }
+};
+
+namespace detail {
 
 inline std::vector<unsigned char> scratch(std::size_t elems, std::size_t es) { return std::vector<unsigned char>(elems * es); }
 
@@ -269,28 +352,93 @@ inline void copy_bytes(void* dst, const void* src, std::size_t count) noexcept {
 
 [[nodiscard]] constexpr int mod(int a, int p) noexcept { return ((a % p) + p) % p; }
 
-// ---- ring -----------------------------------------------------------------------------------
+inline void view::add(std::size_t a, const unsigned char* tmp, std::size_t len) const { sum_into(at(a), tmp, len, t); }
+}  // namespace detail
+inline void segmented::add(std::size_t a, const unsigned char* tmp, std::size_t len) const {
+  std::size_t o = 0;
+  for_each(a, len, [&](unsigned char* p, std::size_t n) { sum_into(p, tmp + o * es, n, t), o += n; });
+}
+namespace detail {
+
+// Piece k of `s` is one message to dst, piece k of `r` one from src (-1: no such side). Backends
+// with sendrecv_pieces post them all at once; others get one call per piece.
 template <Backend B>
-void ring_reduce_scatter(B& x, view v, const block_layout& l, bytes& work) {
+void exchange(B& x, std::span<const mem_piece> s, int dst, std::span<const mem_piece> r, int src, dtype t, int tag) {
+  if (dst >= 0 && src >= 0 && s.size() == 1 && r.size() == 1) return x.sendrecv(s[0].at, s[0].n, dst, r[0].at, r[0].n, src, t, tag);
+  if (dst >= 0 && src < 0 && s.size() == 1) return x.send(s[0].at, s[0].n, t, dst, tag);
+  if (src >= 0 && dst < 0 && r.size() == 1) return x.recv(r[0].at, r[0].n, t, src, tag);
+  if constexpr (requires { x.sendrecv_pieces(s, dst, r, src, t, tag); }) {
+    x.sendrecv_pieces(s, dst, r, src, t, tag);
+  } else {
+    const std::size_t ns = dst >= 0 ? s.size() : 0, nr = src >= 0 ? r.size() : 0;
+    for (std::size_t k = 0; k < std::max(ns, nr); ++k) {
+      if (k < ns && k < nr) x.sendrecv(s[k].at, s[k].n, dst, r[k].at, r[k].n, src, t, tag);
+      else if (k < ns) x.send(s[k].at, s[k].n, t, dst, tag);
+      else x.recv(r[k].at, r[k].n, t, src, tag);
+    }
+  }
+}
+
+// Range [sa, sa + sn) of v to dst while range [ra, ra + rn) of v comes from src (rings, exchanges).
+template <Backend B, class V>
+void swap_ranges(B& x, const V& v, std::size_t sa, std::size_t sn, int dst, std::size_t ra, std::size_t rn, int src, int tag) {
+  std::vector<mem_piece> ps, pr;
+  v.pieces(sa, sn, ps);
+  v.pieces(ra, rn, pr);
+  exchange(x, ps, dst, pr, src, v.t, tag);
+}
+// Range [sa, sa + sn) of v to dst while the peer's range [ra, ra + rn) lands in tmp, then is added
+// to v's range [ra, ra + rn) (reduce steps).
+template <Backend B, class V>
+void swap_add(B& x, const V& v, std::size_t sa, std::size_t sn, int dst, std::size_t ra, std::size_t rn, int src, unsigned char* tmp,
+              int tag) {
+  std::vector<mem_piece> ps, pr;
+  v.pieces(sa, sn, ps);
+  v.pieces_like(ra, rn, tmp, pr);
+  exchange(x, ps, dst, pr, src, v.t, tag);
+  v.add(ra, tmp, rn);
+}
+template <Backend B, class V>
+void send_range(B& x, const V& v, std::size_t a, std::size_t n, int dst, int tag) {
+  std::vector<mem_piece> ps;
+  v.pieces(a, n, ps);
+  exchange(x, ps, dst, std::span<const mem_piece>{}, -1, v.t, tag);
+}
+template <Backend B, class V>
+void recv_range(B& x, const V& v, std::size_t a, std::size_t n, int src, int tag) {
+  std::vector<mem_piece> pr;
+  v.pieces(a, n, pr);
+  exchange(x, std::span<const mem_piece>{}, -1, pr, src, v.t, tag);
+}
+template <Backend B, class V>
+void recv_add(B& x, const V& v, std::size_t a, std::size_t n, int src, unsigned char* tmp, int tag) {
+  std::vector<mem_piece> pr;
+  v.pieces_like(a, n, tmp, pr);
+  exchange(x, std::span<const mem_piece>{}, -1, pr, src, v.t, tag);
+  v.add(a, tmp, n);
+}
+
+// ---- ring -----------------------------------------------------------------------------------
+template <Backend B, class V>
+void ring_reduce_scatter(B& x, const V& v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   unsigned char* const tmp = room(work, l.max_block(), v.es);
   const int right = mod(r + 1, p), left = mod(r - 1, p);
   for (int s = 0; s < p - 1; ++s) {
     const int sb = mod(r - s - 1, p), rb = mod(r - s - 2, p);
-    x.sendrecv(v.at(l.begin(sb)), l.size(sb), right, tmp, l.size(rb), left, v.t, tag_ring_rs);
-    sum_into(v.at(l.begin(rb)), tmp, l.size(rb), v.t);
+    swap_add(x, v, l.begin(sb), l.size(sb), right, l.begin(rb), l.size(rb), left, tmp, tag_ring_rs);
   }
 }
 
-template <Backend B>
-void ring_all_gather(B& x, view v, const block_layout& l) {
+template <Backend B, class V>
+void ring_all_gather(B& x, const V& v, const block_layout& l) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const int right = mod(r + 1, p), left = mod(r - 1, p);
   for (int s = 0; s < p - 1; ++s) {
     const int sb = mod(r - s, p), rb = mod(r - s - 1, p);
-    x.sendrecv(v.at(l.begin(sb)), l.size(sb), right, v.at(l.begin(rb)), l.size(rb), left, v.t, tag_ring_ag);
+    swap_ranges(x, v, l.begin(sb), l.size(sb), right, l.begin(rb), l.size(rb), left, tag_ring_ag);
   }
 }
 
@@ -309,8 +457,8 @@ struct hd_map {
 };
 
 // Recursive halving among the virtual ranks: vr ends with its own range summed.
-template <Backend B>
-void hd_rs_core(B& x, view v, const block_layout& l, const hd_map& m, bytes& work) {
+template <Backend B, class V>
+void hd_rs_core(B& x, const V& v, const block_layout& l, const hd_map& m, bytes& work) {
   const int vr = m.virt(x.rank());
   if (vr < 0 || m.p2 == 1) return;
   for (int mask = m.p2 / 2; mask >= 1; mask /= 2) {
@@ -319,79 +467,70 @@ void hd_rs_core(B& x, view v, const block_layout& l, const hd_map& m, bytes& wor
     const std::size_t kb = m.elem(l, keep), ke = m.elem(l, keep + mask);
     const std::size_t gb = m.elem(l, give), ge = m.elem(l, give + mask);
     unsigned char* const tmp = room(work, ke - kb, v.es);
-    x.sendrecv(v.at(gb), ge - gb, m.real(vr ^ mask), tmp, ke - kb, m.real(vr ^ mask), v.t, tag_hd_rs);
-    sum_into(v.at(kb), tmp, ke - kb, v.t);
+    swap_add(x, v, gb, ge - gb, m.real(vr ^ mask), kb, ke - kb, m.real(vr ^ mask), tmp, tag_hd_rs);
   }
 }
 
 // Recursive doubling among the virtual ranks: from its own range to the whole vector.
-template <Backend B>
-void hd_ag_core(B& x, view v, const block_layout& l, const hd_map& m) {
+template <Backend B, class V>
+void hd_ag_core(B& x, const V& v, const block_layout& l, const hd_map& m) {
   const int vr = m.virt(x.rank());
   if (vr < 0) return;
   for (int mask = 1; mask < m.p2; mask *= 2) {
     const int mine = vr & ~(mask - 1), theirs = (vr ^ mask) & ~(mask - 1);
     const std::size_t mb = m.elem(l, mine), me = m.elem(l, mine + mask);
     const std::size_t tb = m.elem(l, theirs), te = m.elem(l, theirs + mask);
-    x.sendrecv(v.at(mb), me - mb, m.real(vr ^ mask), v.at(tb), te - tb, m.real(vr ^ mask), v.t, tag_hd_ag);
+    swap_ranges(x, v, mb, me - mb, m.real(vr ^ mask), tb, te - tb, m.real(vr ^ mask), tag_hd_ag);
   }
 }
 
-template <Backend B>
-void hd_reduce_scatter(B& x, view v, const block_layout& l, bytes& work) {
+template <Backend B, class V>
+void hd_reduce_scatter(B& x, const V& v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const hd_map m(p);
   const std::size_t n = l.total();
   if (r < 2 * m.rem && r % 2 == 0) {
-    x.send(v.base, n, v.t, r + 1, tag_hd_fold);
-    x.recv(v.at(l.begin(r)), l.size(r), v.t, r + 1, tag_hd_unfold);
+    send_range(x, v, 0, n, r + 1, tag_hd_fold);
+    recv_range(x, v, l.begin(r), l.size(r), r + 1, tag_hd_unfold);
     return;
   }
-  if (r < 2 * m.rem) {
-    unsigned char* const tmp = room(work, n, v.es);
-    x.recv(tmp, n, v.t, r - 1, tag_hd_fold);
-    sum_into(v.base, tmp, n, v.t);
-  }
+  if (r < 2 * m.rem) recv_add(x, v, 0, n, r - 1, room(work, n, v.es), tag_hd_fold);
   hd_rs_core(x, v, l, m, work);
-  if (r < 2 * m.rem) x.send(v.at(l.begin(r - 1)), l.size(r - 1), v.t, r - 1, tag_hd_unfold);
+  if (r < 2 * m.rem) send_range(x, v, l.begin(r - 1), l.size(r - 1), r - 1, tag_hd_unfold);
 }
 
-template <Backend B>
-void hd_all_gather(B& x, view v, const block_layout& l) {
+template <Backend B, class V>
+void hd_all_gather(B& x, const V& v, const block_layout& l) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const hd_map m(p);
   const std::size_t n = l.total();
   if (r < 2 * m.rem && r % 2 == 0) {
-    x.send(v.at(l.begin(r)), l.size(r), v.t, r + 1, tag_hd_fold);
-    x.recv(v.base, n, v.t, r + 1, tag_hd_unfold);
+    send_range(x, v, l.begin(r), l.size(r), r + 1, tag_hd_fold);
+    recv_range(x, v, 0, n, r + 1, tag_hd_unfold);
     return;
   }
-  if (r < 2 * m.rem) x.recv(v.at(l.begin(r - 1)), l.size(r - 1), v.t, r - 1, tag_hd_fold);
+  if (r < 2 * m.rem) recv_range(x, v, l.begin(r - 1), l.size(r - 1), r - 1, tag_hd_fold);
   hd_ag_core(x, v, l, m);
-  if (r < 2 * m.rem) x.send(v.base, n, v.t, r - 1, tag_hd_unfold);
+  if (r < 2 * m.rem) send_range(x, v, 0, n, r - 1, tag_hd_unfold);
 }
 
-template <Backend B>
-void hd_all_reduce(B& x, view v, const block_layout& l, bytes& work) {
+template <Backend B, class V>
+void hd_all_reduce(B& x, const V& v, const block_layout& l, bytes& work) {
   const int p = x.size(), r = x.rank();
   if (p == 1) return;
   const hd_map m(p);
   const std::size_t n = l.total();
   if (r < 2 * m.rem && r % 2 == 0) {
-    x.send(v.base, n, v.t, r + 1, tag_hd_fold);
-    x.recv(v.base, n, v.t, r + 1, tag_hd_unfold);
+    send_range(x, v, 0, n, r + 1, tag_hd_fold);
+    recv_range(x, v, 0, n, r + 1, tag_hd_unfold);
     return;
   }
-  if (r < 2 * m.rem) {
-    unsigned char* const tmp = room(work, n, v.es);
-    x.recv(tmp, n, v.t, r - 1, tag_hd_fold);
-    sum_into(v.base, tmp, n, v.t);
-  }
+  if (r < 2 * m.rem) recv_add(x, v, 0, n, r - 1, room(work, n, v.es), tag_hd_fold);
   hd_rs_core(x, v, l, m, work);
   hd_ag_core(x, v, l, m);
-  if (r < 2 * m.rem) x.send(v.base, n, v.t, r - 1, tag_hd_unfold);
+  if (r < 2 * m.rem) send_range(x, v, 0, n, r - 1, tag_hd_unfold);
 }
 
 // ---- double binary tree ---------------------------------------------------------------------
@@ -579,35 +718,40 @@ void tree_all_gather(B& x, view v, const block_layout& l, bytes& work) {
 }
 
 // ---- flat dispatch ----------------------------------------------------------------------------
-template <Backend B>
-void flat_all_reduce(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
-  switch (k) {
-    case topology_kind::tree: return tree_all_reduce(x, v, l, work);
-    case topology_kind::halving_doubling: return hd_all_reduce(x, v, l, work);
-    case topology_kind::ring:
-    case topology_kind::hierarchical: break;
+// V is view (any topology) or segmented (ring and halving-doubling: the tree cuts ranges into
+// pipelined chunks and subtree pieces of one contiguous buffer).
+template <class V>
+inline constexpr bool any_topology = std::is_same_v<V, view>;
+
+template <Backend B, class V>
+void flat_all_reduce(B& x, const V& v, const block_layout& l, topology_kind k, bytes& work) {
+  if constexpr (any_topology<V>) {
+    if (k == topology_kind::tree) return tree_all_reduce(x, v, l, work);
+  } else if (k == topology_kind::tree) {
+    throw error("topology", "all_reduce: a segmented buffer runs on ring or halving_doubling, not tree");
   }
+  if (k == topology_kind::halving_doubling) return hd_all_reduce(x, v, l, work);
   ring_reduce_scatter(x, v, l, work);
   ring_all_gather(x, v, l);
 }
-template <Backend B>
-void flat_reduce_scatter(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
-  switch (k) {
-    case topology_kind::tree: return tree_reduce_scatter(x, v, l, work);
-    case topology_kind::halving_doubling: return hd_reduce_scatter(x, v, l, work);
-    case topology_kind::ring:
-    case topology_kind::hierarchical: break;
+template <Backend B, class V>
+void flat_reduce_scatter(B& x, const V& v, const block_layout& l, topology_kind k, bytes& work) {
+  if constexpr (any_topology<V>) {
+    if (k == topology_kind::tree) return tree_reduce_scatter(x, v, l, work);
+  } else if (k == topology_kind::tree) {
+    throw error("topology", "reduce_scatter: a segmented buffer runs on ring or halving_doubling, not tree");
   }
+  if (k == topology_kind::halving_doubling) return hd_reduce_scatter(x, v, l, work);
   ring_reduce_scatter(x, v, l, work);
 }
-template <Backend B>
-void flat_all_gather(B& x, view v, const block_layout& l, topology_kind k, bytes& work) {
-  switch (k) {
-    case topology_kind::tree: return tree_all_gather(x, v, l, work);
-    case topology_kind::halving_doubling: return hd_all_gather(x, v, l);
-    case topology_kind::ring:
-    case topology_kind::hierarchical: break;
+template <Backend B, class V>
+void flat_all_gather(B& x, const V& v, const block_layout& l, topology_kind k, bytes& work) {
+  if constexpr (any_topology<V>) {
+    if (k == topology_kind::tree) return tree_all_gather(x, v, l, work);
+  } else if (k == topology_kind::tree) {
+    throw error("topology", "all_gather: a segmented buffer runs on ring or halving_doubling, not tree");
   }
+  if (k == topology_kind::halving_doubling) return hd_all_gather(x, v, l);
   ring_all_gather(x, v, l);
 }
 
@@ -659,22 +803,64 @@ inline regrouped regroup(const block_layout& world, int g, int nodes) {
 
 // --- public collectives -----------------------------------------------------------------------
 
+namespace detail {
+template <Backend B, class V>
+void all_reduce_on(comms<B>& c, const V& v, std::size_t n, const topology_value& topo) {
+  if (topo.kind != topology_kind::hierarchical) {
+    flat_all_reduce(c.world, v, block_layout::even(n, c.world.size()), topo.kind, c.scratch);
+    return;
+  }
+  const auto lg = block_layout::even(n, c.intra.size());
+  const int l = c.intra.rank();
+  flat_reduce_scatter(c.intra, v, lg, topo.intra, c.scratch);
+  flat_all_reduce(c.inter, v.sub(lg.begin(l), lg.size(l)), block_layout::even(lg.size(l), c.inter.size()), topo.inter, c.scratch);
+  flat_all_gather(c.intra, v, lg, topo.intra, c.scratch);
+}
+// A segmented buffer runs on ring and halving-doubling (flat, or as both hierarchical levels
+// for all_reduce).
+template <Backend B>
+void check_segmented(const comms<B>& c, const segmented& s, const topology_value& topo, bool hierarchical_ok, const char* op) {
+  if (!c.world.valid()) throw error("world", std::string(op) + ": the world backend is empty");
+  if (s.off.size() != s.run.size() + 1 || s.off.front() != 0) throw error("segmented", std::string(op) + ": malformed runs");
+  auto ok = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
+  if (topo.kind == topology_kind::hierarchical && hierarchical_ok) {
+    if (!ok(topo.intra) || !ok(topo.inter))
+      throw error("topology", std::string(op) + ": a segmented buffer needs ring or halving_doubling at both hierarchical levels");
+  } else if (!ok(topo.kind)) {
+    throw error("topology", std::string(op) + ": a segmented buffer runs on ring or halving_doubling" +
+                                (hierarchical_ok ? " (or hierarchical of those)" : ""));
+  }
+}
+}  // namespace detail
+
 // In place: every rank's buf ends with the element-wise sum over the world.
 template <Backend B>
 void all_reduce(comms<B>& c, void* buf, std::size_t n, dtype t, const topology_value& topo) {
   detail::check_args(c, buf, n, t, "all_reduce");
   detail::check_topology(c, topo, "all_reduce");
-  const detail::view v(buf, t);
-  if (topo.kind != topology_kind::hierarchical) {
-    detail::flat_all_reduce(c.world, v, detail::block_layout::even(n, c.world.size()), topo.kind, c.scratch);
-    return;
-  }
-  const auto lg = detail::block_layout::even(n, c.intra.size());
-  const int l = c.intra.rank();
-  detail::flat_reduce_scatter(c.intra, v, lg, topo.intra, c.scratch);
-  const detail::view mine(v.at(lg.begin(l)), t);
-  detail::flat_all_reduce(c.inter, mine, detail::block_layout::even(lg.size(l), c.inter.size()), topo.inter, c.scratch);
-  detail::flat_all_gather(c.intra, v, lg, topo.intra, c.scratch);
+  detail::all_reduce_on(c, detail::view(buf, t), n, topo);
+}
+
+// The same on a buffer of several runs, summed where they are (ring, halving_doubling,
+// hierarchical of those; every rank must pass runs of the same lengths).
+template <Backend B>
+void all_reduce(comms<B>& c, const segmented& s, const topology_value& topo) {
+  detail::check_segmented(c, s, topo, true, "all_reduce");
+  detail::check_topology(c, topo, "all_reduce");
+  detail::all_reduce_on(c, s, s.total(), topo);
+}
+
+// Sharded on a segmented buffer (ring or halving_doubling): reduce_scatter leaves world rank r's
+// block of the whole summed, all_gather spreads every rank's block.
+template <Backend B>
+void reduce_scatter(comms<B>& c, const segmented& s, const topology_value& topo) {
+  detail::check_segmented(c, s, topo, false, "reduce_scatter");
+  detail::flat_reduce_scatter(c.world, s, detail::block_layout::even(s.total(), c.world.size()), topo.kind, c.scratch);
+}
+template <Backend B>
+void all_gather(comms<B>& c, const segmented& s, const topology_value& topo) {
+  detail::check_segmented(c, s, topo, false, "all_gather");
+  detail::flat_all_gather(c.world, s, detail::block_layout::even(s.total(), c.world.size()), topo.kind, c.scratch);
 }
 
 // After: world rank r's block (even_shard(n, p, r)) of buf holds the sum; other blocks unspecified.

@@ -11,6 +11,10 @@
 //
 // ready(t) marks tensor t's gradient final; a bucket is ready when every tensor it holds is.
 // The thread waits on a condition variable (no busy-wait) and runs one bucket at a time.
+// Fifo plans on a host-memory backend: finish() runs the buckets the thread has not started
+// itself (one at a time with the thread: the backend is never called concurrently), so the
+// last buckets do not wait for the thread to be woken and scheduled (tens of microseconds on a
+// busy host). A device backend keeps every call on the communication thread.
 //
 // Order. Every rank must post the same collectives in the same order, whatever its timing:
 //   fifo only    the buckets run in plan order (their number = the cost model's ready order);
@@ -25,9 +29,14 @@
 //                number of buckets plus the number of ready() calls.
 //
 // A bucket: in place in the user's buffer when it is one contiguous segment and travels
-// uncompressed, or when this iteration's buffers happen to hold its segments back to back in
-// fused order (checked per bucket and iteration); otherwise packed into one scratch buffer (one
-// bucket is in flight at a time).
+// uncompressed. An uncompressed all-reduce or sharded bucket on ring or halving-doubling (flat,
+// or both levels of a hierarchical all-reduce) of several segments runs on the tensors where they
+// lie (exec::segmented: each ring / halving step addresses its block as runs of the user's
+// buffers, summed there, one message per run; no pack or unpack copy) when its runs are large
+// (options.pack: automatic = at least direct_run_bytes per run on average; never; always).
+// Otherwise a bucket runs in place when this iteration's buffers happen to hold its segments
+// back to back in fused order (checked per bucket and iteration), or packed into one scratch
+// buffer (one bucket is in flight at a time).
 // Compressed buckets are encoded with error feedback (exec/compress.hpp: a residual of one
 // double per element, kept per bucket across iterations), summed in the wire dtype, decoded.
 // Sparse buckets (architecture all_gather) run one sparse_all_gather per segment; a row is
@@ -69,10 +78,21 @@
 
 namespace autosync::exec {
 
+// How a bucket of several segments reaches the wire (see the header comment): summed on the
+// user's tensors where they lie, or packed into one fused buffer. Every rank must choose alike
+// (setup() checks): the message pattern differs.
+enum class packing : std::uint8_t { automatic, always, never };
+
+// automatic: a bucket runs on the tensors without packing when its runs hold at least this many
+// bytes on average (a run is one message per ring step it touches; below this the per-message
+// cost outweighs the pack and unpack copies it saves).
+inline constexpr std::size_t direct_run_bytes = std::size_t{32} << 10;
+
 struct executor_options {
   double timeout = 0.0;         // seconds a wait on a peer may take; 0: keep the backend's own
   bool error_feedback = true;   // compressed buckets keep a residual
   bool average = false;         // divide the sums by the world size
+  packing pack = packing::automatic;
 };
 
 // One tensor's gradient buffer: `count` elements of `type` at `data` (row-major, the model's shape).
@@ -138,9 +158,12 @@ class executor {
     names_.reserve(m.tensors.size());
     for (const auto& t : m.tensors) names_.push_back(t.name);
     std::size_t scratch = 0, wire = 0;
-    for (const auto& b : plan_.buckets) {
+    direct_.assign(plan_.buckets.size(), 0);
+    for (std::size_t i = 0; i < plan_.buckets.size(); ++i) {
       if constexpr (!on_host) break;  // the runner owns the bucket memory
-      if (!b.in_place()) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
+      const auto& b = plan_.buckets[i];
+      direct_[i] = direct(b, opt_.pack) ? 1 : 0;
+      if (!b.in_place() && !direct_[i]) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
       if (b.compressed) wire = std::max(wire, static_cast<std::size_t>(b.elements));
     }
     fused_.resize(scratch);
@@ -167,6 +190,25 @@ class executor {
   }
 
   [[nodiscard]] const plan& compiled() const noexcept { return plan_; }
+  // Whether bucket b runs on the tensors where they lie (no packing).
+  [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
+
+  // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
+  // decides, so every rank decides alike; see the header comment).
+  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept {
+    if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.in_place()) return false;
+    auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
+    const auto& t = b.topology;
+    if (b.kind == step_kind::all_reduce) {
+      if (!flat(t.kind) && !(t.kind == topology_kind::hierarchical && flat(t.intra) && flat(t.inter))) return false;
+    } else if (b.kind != step_kind::sharded || !flat(t.kind)) {
+      return false;
+    }
+    if (mode == packing::never) return true;
+    std::size_t runs = 0;
+    for (const auto& sg : b.segments) runs += (sg.blocks == 1 || sg.stride == sg.block) ? 1 : static_cast<std::size_t>(sg.blocks);
+    return static_cast<std::size_t>(b.elements) * size_of(b.type) >= runs * direct_run_bytes;
+  }
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
@@ -184,7 +226,7 @@ class executor {
     const std::array<std::int64_t, R> mine{
         static_cast<std::int64_t>(plan_.model_fingerprint), static_cast<std::int64_t>(plan_.strategy_fingerprint),
         static_cast<std::int64_t>(plan_hash(plan_)), static_cast<std::int64_t>(plan_.group_fingerprints.size()),
-        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0)};
+        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0) | (static_cast<int>(opt_.pack) << 2)};
     std::vector<std::int64_t> all(R * static_cast<std::size_t>(p));
     w.all_gather(mine.data(), all.data(), R, dtype::i64);
     auto rec = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * R + k]; };
@@ -210,7 +252,7 @@ class executor {
       }
       if (rec(bad, 0) != rec(0, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
       if (rec(bad, 2) != rec(0, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
-      throw error("options", "options mismatch: " + who + " (average or error_feedback)");
+      throw error("options", "options mismatch: " + who + " (average, error_feedback or packing)");
     }
     if constexpr (!on_host) runner_.emplace(*comms_, plan_, opt_);
     thread_ = std::thread([this] { loop(); });
@@ -228,7 +270,8 @@ class executor {
       throw error("grads", "executor: " + std::to_string(grads.size()) + " gradients for a model of " +
                                std::to_string(plan_.tensor_elements.size()) + " tensors");
     for (std::size_t i = 0; i < grads.size(); ++i) {
-      const std::string f = "grads[" + std::to_string(i) + "]";
+      if (grads[i].type == plan_.tensor_types[i] && grads[i].count == plan_.tensor_elements[i] && grads[i].data != nullptr) continue;
+      const std::string f = "grads[" + std::to_string(i) + "]";  // (built only for a bad gradient)
       if (grads[i].type != plan_.tensor_types[i])
         throw error(f + ".type", "tensor '" + names_[i] + "' is " + std::string(name_of(plan_.tensor_types[i])) + ", got " +
                                      std::string(name_of(grads[i].type)));
@@ -243,6 +286,8 @@ class executor {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = plan_.buckets[b].tensors;
       std::fill(ready_.begin(), ready_.end(), std::uint8_t{0});
       ready_buckets_ = 0;
+      next_ = 0;
+      running_ = false;
       active_ = true;
       done_ = false;
       abort_ = false;
@@ -296,6 +341,13 @@ class executor {
     if (missing < ready_.size()) {
       abort_ = true;
       cv_.notify_all();
+    } else if (caller_runs && !plan_.any_priority) {
+      std::uint32_t b = 0;
+      try {
+        while (!done_ && claim(lk, b)) run_claimed(lk, b);
+      } catch (...) {
+        if (!error_) error_ = std::current_exception();
+      }
     }
     cv_.wait(lk, [&] { return done_; });
     active_ = false;
@@ -333,25 +385,53 @@ class executor {
       }
       {
         std::lock_guard lk(mu_);
-        error_ = err;
+        if (err && !error_) error_ = err;  // a bucket finish() ran may have failed first
         done_ = true;
       }
       cv_.notify_all();
     }
   }
 
+  // Fifo: the next bucket in plan order, claimed by the communication thread or by finish()
+  // (caller_runs): waits until nobody runs a bucket and the next one is ready. false: every bucket
+  // is claimed. Throws when the iteration was abandoned before the next bucket was ready.
+  bool claim(std::unique_lock<std::mutex>& lk, std::uint32_t& b) {
+    const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
+    cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (pending_[next_] == 0 || abort_)); });
+    if (next_ >= nb) return false;
+    if (pending_[next_] != 0) abandoned();
+    b = next_++;
+    running_ = true;
+    return true;
+  }
+  // Runs claimed bucket b with the lock released; a failure stops the claiming (both threads).
+  void run_claimed(std::unique_lock<std::mutex>& lk, std::uint32_t b) {
+    lk.unlock();
+    try {
+      run_bucket(b);
+    } catch (...) {
+      lk.lock();
+      running_ = false;
+      next_ = static_cast<std::uint32_t>(plan_.buckets.size());
+      cv_.notify_all();
+      throw;
+    }
+    lk.lock();
+    running_ = false;
+    cv_.notify_all();
+  }
+  static constexpr bool caller_runs = host_memory_backend<B>;
+
   [[noreturn]] void abandoned() const {
     throw error("ready", "executor: the iteration was abandoned before every tensor was ready");
   }
 
   void run_fifo() {
-    for (std::uint32_t b = 0; b < plan_.buckets.size(); ++b) {
-      {
-        std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return pending_[b] == 0 || abort_; });
-        if (pending_[b] != 0) abandoned();
-      }
-      run_bucket(b);
+    {
+      std::unique_lock lk(mu_);
+      std::uint32_t b = 0;
+      while (claim(lk, b)) run_claimed(lk, b);
+      cv_.wait(lk, [&] { return !running_; });  // finish() may be running the last one
     }
     finish_timing();
   }
@@ -454,6 +534,27 @@ class executor {
     return r;
   }
 
+  // An uncompressed bucket on the tensors where they lie (direct_[bi]): no pack, no unpack.
+  void run_direct(const plan_bucket& b) {
+    segmented& sv = segs_;
+    sv = segmented(b.type);
+    for (const auto& sg : b.segments) {
+      if (sg.blocks == 1 || sg.stride == sg.block) sv.append(tensor_at(sg.tensor, sg.offset), static_cast<std::size_t>(sg.elements()));
+      else
+        for (std::int64_t k = 0; k < sg.blocks; ++k) sv.append(tensor_at(sg.tensor, sg.offset + k * sg.stride), static_cast<std::size_t>(sg.block));
+    }
+    auto& c = *comms_;
+    if (b.kind == step_kind::all_reduce) {
+      all_reduce(c, sv, b.topology);
+    } else {
+      reduce_scatter(c, sv, b.topology);
+      all_gather(c, sv, b.topology);
+    }
+    const int p = c.world.size();
+    if (opt_.average && p > 1)
+      sv.for_each(0, sv.total(), [&](unsigned char* at, std::size_t n) { scale(at, n, b.type, 1.0 / p); });
+  }
+
   void run_bucket(std::uint32_t bi) {
     const auto t0 = clock::now();
     if constexpr (!on_host) {
@@ -465,6 +566,12 @@ class executor {
     const auto& b = plan_.buckets[bi];
     const auto n = static_cast<std::size_t>(b.elements);
     const int p = comms_->world.size();
+    if (direct_[bi]) {
+      run_direct(b);
+      timing_.sync += seconds(clock::now() - t0);
+      ++timing_.buckets;
+      return;
+    }
     unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
     const bool packed = data == nullptr;
     if (packed) {
@@ -519,6 +626,8 @@ class executor {
   std::vector<std::uint16_t> wire_;               // one bucket's compressed elements (thread-owned)
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback (thread-owned)
   std::optional<runner_t> runner_;                // B::bucket_runner, when B has one (setup())
+  std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)
+  segmented segs_;                                // the runs of the bucket in flight (thread-owned)
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -529,6 +638,8 @@ class executor {
   std::vector<std::uint8_t> ready_;               // per tensor
   std::size_t ready_buckets_ = 0;                 // buckets whose tensors are all ready
   std::uint64_t generation_ = 0;
+  std::uint32_t next_ = 0;                        // fifo: the next bucket to claim
+  bool running_ = false;                          // fifo: a bucket is running (on either thread)
   bool active_ = false, done_ = false, abort_ = false, stop_ = false, failed_ = false;
   std::exception_ptr error_;
   iteration_timing timing_;                       // written by the thread while an iteration runs

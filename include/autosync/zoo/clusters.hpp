@@ -171,7 +171,8 @@ inline cluster_spec uniform(std::string name, std::string device, std::string so
   c.nodes.reserve(static_cast<std::size_t>(nodes));
   for (int i = 0; i < nodes; ++i) {
     node_spec n = proto;
-    n.name = "n" + std::to_string(i);
+    n.name = std::to_string(i);
+    n.name.insert(0, 1, 'n');  // (not "n" + ...: GCC 12 warns falsely about that at -O2, -Wrestrict)
     c.nodes.push_back(std::move(n));
   }
   c.validate();

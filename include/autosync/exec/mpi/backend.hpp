@@ -397,6 +397,39 @@ class mpi_backend {
     }
   }
 
+  // Piece k of s is one message to dst, piece k of r one from src (-1: none); every receive is
+  // posted first, then every send, and all are waited on together (one deadline). The collectives
+  // use it to run on a bucket's tensors where they lie (exec::segmented). Pieces above
+  // max_count() travel as several messages (the peer cuts its pieces the same way).
+  void sendrecv_pieces(std::span<const mem_piece> s, int dst, std::span<const mem_piece> r, int src, dtype t, int tag) {
+    usable("sendrecv");
+    if (dst >= 0) check_rank(dst, "dst", "sendrecv");
+    if (src >= 0) check_rank(src, "src", "sendrecv");
+    check_tag(tag, "sendrecv");
+    const std::size_t es = size_of(t);
+    std::vector<pending>& p = pieces_;
+    p.clear();
+    auto post = [&](const mem_piece& x, int peer, bool is_send) {
+      for (std::size_t o = 0; o < x.n || o == 0; o += max_count_) {
+        p.push_back({MPI_REQUEST_NULL, peer, is_send});
+        unsigned char* at = x.at + std::min(o, x.n) * es;
+        const int rc = is_send ? MPI_Isend(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req)
+                               : MPI_Irecv(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req);
+        if (rc != MPI_SUCCESS) {
+          p.pop_back();
+          abandon(p);
+          check(rc, "sendrecv");
+        }
+        if (x.n == 0) break;
+      }
+    };
+    if (src >= 0)
+      for (const auto& x : r) post(x, src, false);
+    if (dst >= 0)
+      for (const auto& x : s) post(x, dst, true);
+    wait_p2p(std::span<pending>(p), "sendrecv", tag);
+  }
+
   // --- communicators -------------------------------------------------------------------------
   // Ranks with the same color form a new communicator ordered by key (ties by rank); color < 0:
   // not a member (returns an empty backend). The colors are exchanged first with a timed
@@ -457,6 +490,7 @@ class mpi_backend {
     std::swap(max_count_, o.max_count_);
     std::swap(broken_, o.broken_);
     std::swap(zombies_, o.zombies_);
+    std::swap(pieces_, o.pieces_);
   }
 
   void release() noexcept {
@@ -498,6 +532,17 @@ class mpi_backend {
   void check_tag(int tag, const char* op) const {
     if (tag < 0 || tag > tag_ub_)
       throw error("tag", std::string("mpi ") + op + ": " + std::to_string(tag) + " is outside [0, " + std::to_string(tag_ub_) + "]");
+  }
+
+  // Requests posted before a failed post: cancelled where possible, otherwise left to reap().
+  void abandon(std::vector<pending>& ps) noexcept {
+    for (auto& x : ps) {
+      if (x.req == MPI_REQUEST_NULL) continue;
+      if (!x.is_send) MPI_Cancel(&x.req);
+      zombies_.push_back({x.req, true});
+      broken_ = "a failed sendrecv";
+    }
+    ps.clear();
   }
 
   // Retire requests left behind by earlier timeouts that have completed since.
@@ -611,6 +656,7 @@ class mpi_backend {
   std::size_t max_count_ = static_cast<std::size_t>(INT_MAX);
   std::string broken_;
   std::vector<zombie> zombies_;
+  std::vector<pending> pieces_;  // sendrecv_pieces' requests (reused)
 };
 
 static_assert(Backend<mpi_backend>, "autosync: mpi_backend must satisfy exec::Backend");

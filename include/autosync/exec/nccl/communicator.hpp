@@ -89,6 +89,9 @@ class nccl_backend {
   // The executor runs each bucket through this (exec/executor.hpp customization point):
   // packing, compression and averaging are CUDA kernels on the backend's stream.
   using bucket_runner = nccl::bucket_runner;
+  // Gradients live in device memory: the executor never sums them on the CPU or runs a bucket
+  // on the calling thread (exec/backend.hpp, host_memory_backend).
+  static constexpr bool host_memory = false;
 
   nccl_backend() = default;  // empty: valid() == false
   nccl_backend(nccl_backend&&) noexcept = default;
