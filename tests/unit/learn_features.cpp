@@ -1,6 +1,6 @@
 // cost/features.hpp and cost/corrected.hpp on hand-made cases with exact times.
 //
-// The tiny model and node of cost_estimate.cpp: 4 f32 tensors t0..t3 of 1000 elements (4000
+// The tiny model and node of tests/common/tiny_specs.hpp: 4 f32 tensors t0..t3 of 1000 elements (4000
 // bytes), forward 1 ms, backward 1 ms per tensor (t3 ready at 2 ms ... t0 at 5 ms); 2 devices,
 // intra link 1 MB/s with alpha 1 ms, reduce 2 MB/s: a 2-rank ring all-reduce of S bytes costs
 // 2 alpha + S beta + S/2 gamma = 0.002 + 1.25e-6 S, 7 ms for one tensor.
@@ -11,6 +11,8 @@
 #include <autosync/learn/linear.hpp>
 #include <autosync/learn/metrics.hpp>
 
+#include "../common/tiny_specs.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,40 +22,11 @@
 
 using namespace autosync;
 using doctest::Approx;
+using autosync::testing::one_node;
+using autosync::testing::tiny_model;
+using autosync::testing::worker;
 
 namespace {
-
-model_spec tiny_model() {
-  model_spec m;
-  m.name = "tiny";
-  m.forward_flops = 1e6;
-  for (int i = 0; i < 4; ++i) {
-    tensor t;
-    t.name = "t" + std::to_string(i);
-    t.shape = {1000};
-    t.backward_flops = 1e6;
-    m.tensors.push_back(t);
-  }
-  return m;
-}
-
-node_spec worker(int devices) {
-  node_spec n;
-  n.devices = devices;
-  n.intra = autosync::link{1e6, 1e-3};
-  n.nic = autosync::link{1e6, 0.0};
-  n.device_flops = 1e9;
-  n.reduce_bandwidth = 2e6;
-  return n;
-}
-
-cluster_spec one_node() {
-  cluster_spec c;
-  c.name = "1x2";
-  c.nodes.push_back(worker(2));
-  c.nodes[0].name = "n0";
-  return c;
-}
 
 // 2 worker nodes of 1 device, one dedicated server with NIC 1 MB/s and 0.1 ms latency
 cluster_spec ps_cluster() {
