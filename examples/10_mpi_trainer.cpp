@@ -21,6 +21,8 @@
 #include <autosync/search/optimizer.hpp>
 #include <autosync/zoo/clusters.hpp>
 
+#include "trainer_args.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -41,26 +43,14 @@ struct args {
 
 args parse(int argc, char** argv) {
   args a;
-  auto value = [&](int& i) -> const char* {
-    if (i + 1 >= argc) throw autosync::error(argv[i], "needs a value");
-    return argv[++i];
-  };
-  auto number = [&](int& i, double lo, double hi) {
-    const char* flag = argv[i];
-    const char* v = value(i);
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(x >= lo && x <= hi))
-      throw autosync::error(flag, std::string("expects a number in [") + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
-    return x;
-  };
+  const examples::arg_reader in{argc, argv};
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--steps")) a.steps = static_cast<int>(number(i, 1, 1e7));
-    else if (!std::strcmp(argv[i], "--lr")) a.lr = static_cast<float>(number(i, 1e-9, 1e3));
-    else if (!std::strcmp(argv[i], "--batch")) a.batch = static_cast<long>(number(i, 1, 1e6));
+    if (!std::strcmp(argv[i], "--steps")) a.steps = static_cast<int>(in.number(i, 1, 1e7));
+    else if (!std::strcmp(argv[i], "--lr")) a.lr = static_cast<float>(in.number(i, 1e-9, 1e3));
+    else if (!std::strcmp(argv[i], "--batch")) a.batch = static_cast<long>(in.number(i, 1, 1e6));
     else if (!std::strcmp(argv[i], "--fp16")) a.fp16 = true;
     else if (!std::strcmp(argv[i], "--no-error-feedback")) a.error_feedback = false;
-    else if (!std::strcmp(argv[i], "--strategy")) a.strategy_file = value(i);
+    else if (!std::strcmp(argv[i], "--strategy")) a.strategy_file = in.value(i);
     else throw autosync::error(argv[i], "unknown option (valid: --steps --lr --batch --fp16 --no-error-feedback --strategy)");
   }
   return a;
