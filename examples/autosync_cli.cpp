@@ -827,6 +827,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--per-round", to.per_round, "trials per round")->capture_default_str();
   tune_cmd->add_option("--proposals", to.proposals, "sampled candidates per round")->capture_default_str();
   tune_cmd->add_option("--seed", to.seed, "seed of the proposals and of the trials' gradients")->capture_default_str();
+  tune_cmd->add_flag("--allow-lossy", to.allow_lossy, "let proposals use lossy compression (fp16/bf16), as AutoSync's compressors");
   tune_cmd->add_option("--out", to.out, "write the best measured strategy as JSON");
   sample_opts so;
   auto* sample = app.add_subcommand("sample", "write strategies to try: random draws from the search space, baselines, the search's pick");

@@ -12,7 +12,7 @@
 //
 //   autosync tune --model M --cluster C --records r.jsonl [--budget 200] [--runner local]
 //                 [--np N] [--ranks-per-node K] [--scale X] [--iters N] [--warmup K] [--compute-scale X]
-//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--out best.json]
+//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--allow-lossy] [--out best.json]
 //     runners: local (mpirun ... autosync run on this machine), testbed:NAME (tests/testbed/
 //     testbed.sh run --name NAME, the testbed must be up), cmd:TEMPLATE (any command with the
 //     placeholders of learn/runners.hpp), replay:FILE (a recorded dataset).
@@ -65,6 +65,7 @@ struct tune_opts {
   int np = 2, ranks_per_node = 0, iters = 5, warmup = 2;
   std::size_t budget = 200, per_round = 20, proposals = 1000;
   std::uint64_t seed = 1;
+  bool allow_lossy = false;
 };
 
 inline std::string msec(double s) {
@@ -174,6 +175,7 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   to.per_round = o.per_round;
   to.proposals = o.proposals;
   to.seed = o.seed;
+  to.allow_lossy = o.allow_lossy;
   to.initial = cost::corrected_evaluator(cost::default_correction{});  // the embedded model until the loop can fit
   to.on_progress = [&](const learn::tune_progress& pg) {
     if (pg.phase == "resume" && pg.trials > 0)

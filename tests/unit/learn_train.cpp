@@ -262,3 +262,48 @@ TEST_CASE("command runner: the template is filled and a failing command is an er
   }
   CHECK_THROWS_AS(learn::command_runner("no records placeholder", dir.path / "x"), error);
 }
+
+namespace {
+// Runs nothing: answers every strategy with a synthetic record and keeps what it was given.
+struct keeping_runner {
+  std::vector<strategy_desc> seen;
+  learn::trial_record run(const learn::tune_target& t, const strategy_desc& s) {
+    seen.push_back(s);
+    return synthetic_record(t.model, t.cluster, s);
+  }
+};
+bool any_lossy(const strategy_desc& s) {
+  for (const auto& g : s.groups) {
+    const auto info = find_compression(g.compression);
+    if (info && !info->lossless) return true;
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("autotune proposes lossy compression only when allowed") {
+  learn::tune_target t;
+  t.model = learn::model_source::from_zoo("resnet50", 0.05);
+  t.cluster = two_by_two();
+  t.ranks = 4;
+  t.ranks_per_node = 2;
+  t.settings = {1, 1.0, 7};
+  learn::tune_options o;
+  o.budget = 40;
+  o.per_round = 10;
+  o.proposals = 200;
+  o.search_evaluations = 200;
+  o.patience = 100;
+  for (const bool lossy : {false, true}) {
+    CAPTURE(lossy);
+    scratch_dir dir;
+    o.allow_lossy = lossy;
+    keeping_runner runner;
+    const auto r = learn::autotune(t, runner, dir.path / "trials.jsonl", {}, learn::trainer{}, o);
+    CHECK(r.trials.size() == 40);
+    REQUIRE(runner.seen.size() == 40);
+    const auto n = std::count_if(runner.seen.begin(), runner.seen.end(), any_lossy);
+    if (lossy) CHECK(n > 0);
+    else CHECK(n == 0);
+  }
+}

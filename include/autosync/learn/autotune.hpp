@@ -117,6 +117,9 @@ struct tune_options {
   double diversity = 0.3;            // weight of diversity against the relative score gap (diverse_top_k)
   std::uint64_t seed = 1;
   std::size_t search_evaluations = 2000;  // the search's budget for its optimum (0: no search)
+  bool allow_lossy = false;          // proposals (draws, neighbours, the search) may use fp16/bf16
+                                     // compression: AutoSync's space had its fp16 compressors; opt-in
+                                     // here because it changes what training computes
   std::function<void(const tune_progress&)> on_progress;
   // How candidates are ranked before the loop can fit (fewer than min_fit_samples, or no
   // trainer): the analytical model, or e.g. cost::default_correction (the embedded model).
@@ -223,12 +226,15 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       so.seed = o.seed;
       so.max_evaluations = o.search_evaluations;
       so.time_budget_s = 0.0;
+      so.allow_lossy = o.allow_lossy;
       auto found = search::optimize(m, c, so).strategy;
       found.name = "search";
       fixed.push_back(std::move(found));
     }
   }
-  const search::space sp(m, c);
+  search::space_options spo;
+  spo.allow_lossy = o.allow_lossy;
+  const search::space sp(m, c, spo);
   double best_seen = res.best ? median_iteration(*res.best) : std::numeric_limits<double>::infinity();
   std::size_t stale = 0;
 
