@@ -801,15 +801,22 @@ int main(int argc, char** argv) {
   calibrate->add_option("--budget-s", cal.budget_s, "seconds of repetitions per size")->capture_default_str();
 
   autosync_cli_learn::learn_opts lo;
-  auto* learn_cmd = app.add_subcommand("learn", "train the learned correction on trial records and report held-out ranking accuracy");
-  learn_cmd->add_option("--records", lo.records, "trial records files (JSON Lines)")->required()->expected(1, -1);
-  learn_cmd->add_option("--holdout", lo.holdout, "fraction of strategies held out for the report")->capture_default_str();
-  learn_cmd->add_option("--out", lo.out, "write the model trained on every record as XGBoost JSON");
+  auto* learn_cmd = app.add_subcommand("learn", "train a learned correction (strategies from trial records, or collectives from "
+                                                "nccl-tests logs) and report its held-out accuracy");
+  auto* learn_records = learn_cmd->add_option("--records", lo.records, "trial records files (JSON Lines): the strategy-level correction")
+                            ->expected(1, -1);
+  auto* learn_colls = learn_cmd->add_option("--collectives", lo.collectives,
+                                            "a manifest of nccl-tests logs and their clusters (tests/data/collectives/cases.json): "
+                                            "the collective-level correction");
+  learn_records->excludes(learn_colls);
+  learn_cmd->add_option("--holdout", lo.holdout, "--records: fraction of strategies held out for the report")->capture_default_str();
+  learn_cmd->add_option("--folds", lo.folds, "--collectives: folds of the k-fold report over rows")->capture_default_str();
+  learn_cmd->add_option("--out", lo.out, "write the model trained on every row as XGBoost JSON");
   learn_cmd->add_option("--emit-header", lo.header, "write the model as a C++ header with a constexpr forest");
-  learn_cmd->add_option("--name", lo.name, "the forest's name in the header")->capture_default_str();
-  learn_cmd->add_option("--rounds", lo.rounds, "boosting rounds")->capture_default_str();
-  learn_cmd->add_option("--depth", lo.depth, "tree depth")->capture_default_str();
-  learn_cmd->add_option("--eta", lo.eta, "learning rate")->capture_default_str();
+  learn_cmd->add_option("--name", lo.name, "the forest's name in the header (default: default_model, default_collective_model)");
+  learn_cmd->add_option("--rounds", lo.rounds, "boosting rounds (default: 200 for --records, 100 for --collectives)");
+  learn_cmd->add_option("--depth", lo.depth, "tree depth (default: 4 for --records, 3 for --collectives)");
+  learn_cmd->add_option("--eta", lo.eta, "learning rate (default: 0.1 for --records, 0.15 for --collectives)");
   autosync_cli_learn::tune_opts to;
   auto* tune_cmd = app.add_subcommand("tune", "autotune: propose, trial-run, learn, repeat (AutoSync's loop)");
   tune_cmd->add_option("--model", to.model, "zoo model name or model JSON file")->capture_default_str();

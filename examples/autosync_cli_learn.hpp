@@ -1,6 +1,6 @@
-// `autosync learn` and `autosync tune`: the learned correction from trial records, and
-// AutoSync's autotune loop (include/autosync/learn/). Part of the `autosync` command
-// (autosync_cli.cpp registers the subcommands).
+// `autosync learn` and `autosync tune`: the learned corrections from trial records and from
+// nccl-tests logs, and AutoSync's autotune loop (include/autosync/learn/). Part of the
+// `autosync` command (autosync_cli.cpp registers the subcommands).
 //
 //   autosync learn --records a.jsonl [b.jsonl ...] [--holdout 0.3] [--out model.json]
 //                  [--emit-header default_model.hpp --name default_model] [--rounds N] [--depth D] [--eta E]
@@ -9,6 +9,13 @@
 //     the analytical model + the learned correction, and AutoSync's linear model on its 12
 //     features; then trains on every record and writes the XGBoost JSON model and/or the
 //     embedded-model header (gbt::emit_header).
+//
+//   autosync learn --collectives cases.json [--folds 5] [--out model.json]
+//                  [--emit-header default_collective_model.hpp --name ...] [--rounds N] [--depth D] [--eta E]
+//     the collective-level correction (learn/collectives.hpp): one row per size of every
+//     nccl-tests log the manifest pairs with a cluster; reports per case the median relative
+//     error of the analytical time and of the corrected one on held-out rows (each case left
+//     out whole, and k folds over rows), then trains on every row and writes the model.
 //
 //   autosync tune --model M --cluster C --records r.jsonl [--budget 200] [--runner local]
 //                 [--np N] [--ranks-per-node K] [--scale X] [--iters N] [--warmup K] [--compute-scale X]
@@ -27,6 +34,7 @@
 #include <autosync/gbt/xgboost.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/learn/autotune.hpp>
+#include <autosync/learn/collectives.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
 #include <autosync/learn/metrics.hpp>
@@ -36,13 +44,13 @@
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -52,10 +60,12 @@ using namespace autosync;
 
 struct learn_opts {
   std::vector<std::string> records;
+  std::string collectives;           // a manifest (learn/collectives.hpp) instead of records
   double holdout = 0.3;
-  std::string out, header, name = "default_model";
-  int rounds = 200, depth = 4;
-  double eta = 0.1;
+  std::size_t folds = 5;
+  std::string out, header, name;     // name "": default_model / default_collective_model
+  int rounds = 0, depth = 0;         // 0: the default of the kind of data (see autosync_cli.cpp)
+  double eta = 0.0;
 };
 
 struct tune_opts {
@@ -106,8 +116,99 @@ inline ranking rank_of(const std::vector<double>& pred, const std::vector<double
   return {learn::pairwise_accuracy(pred, meas, groups), learn::grouped_spearman(pred, meas, groups)};
 }
 
+#if defined(AUTOSYNC_HAS_XGBOOST)
+// The parameters: the kind's defaults, overridden by the flags given.
+inline learn::xgb_params params_of(const learn_opts& o, learn::xgb_params p) {
+  if (o.rounds != 0) p.rounds = o.rounds;
+  if (o.depth != 0) p.max_depth = o.depth;
+  if (o.eta != 0.0) p.eta = o.eta;
+  return p;
+}
+
+// Writes the model: XGBoost JSON (--out) and/or the embedded-model header (--emit-header) with
+// `preamble` (comment lines) above gbt::emit_header's text.
+inline void write_model(const learn_opts& o, const learn::xgb_booster& b, const std::string& name, const std::string& preamble,
+                        const std::string& what) {
+  if (!o.out.empty()) {
+    b.save_json(o.out);
+    std::cout << "wrote " << o.out << " (XGBoost JSON, " << what << ")\n";
+  }
+  if (!o.header.empty()) {
+    const auto f = gbt::parse_xgboost_json(b.json(), "<trained model>");
+    std::ofstream h(o.header, std::ios::binary);
+    h << preamble << gbt::emit_header(f, name);
+    h.close();
+    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
+    std::cout << "wrote " << o.header << " (constexpr forest '" << name << "')\n";
+  }
+}
+
+// "(XGBoost, 100 rounds, depth 3, eta 0.15)" for the header comment.
+inline std::string trained_with(const learn::xgb_params& p) {
+  std::ostringstream s;
+  s << "(XGBoost, " << p.rounds << " rounds, depth " << p.max_depth << ", eta " << p.eta << ")";
+  return s.str();
+}
+
+// The header comment's last lines: how to regenerate it, with the parameters that differ from
+// the kind's defaults.
+inline std::string regenerate_lines(const std::string& args, const learn::xgb_params& p, const learn::xgb_params& d) {
+  std::ostringstream s;
+  s << "// Regenerate (from the repository root, after building the autosync command):\n//   build/bin/autosync learn " << args;
+  if (p.rounds != d.rounds) s << " --rounds " << p.rounds;
+  if (p.max_depth != d.max_depth) s << " --depth " << p.max_depth;
+  if (p.eta != d.eta) s << " --eta " << p.eta;
+  s << "\n";
+  return s.str();
+}
+#endif
+
+[[noreturn]] inline void needs_xgboost() {
+  throw error("`autosync learn` trains with XGBoost: this autosync was built without it (install Debian's libxgboost-dev, "
+              "`cmake/setup-deps.sh --xgboost`, and rebuild)");
+}
+
+inline int cmd_learn_collectives(const learn_opts& o) {
+  const auto m = learn::load_collective_cases(o.collectives);
+  const auto rows = learn::load_collective_samples(m);
+  std::cout << "autosync learn: " << rows.size() << " rows of " << m.cases.size() << " nccl-tests cases ("
+            << std::filesystem::path(o.collectives).filename().string() << ")\n";
+  if (rows.size() < 2) throw error("--collectives", "too few rows to train on (" + std::to_string(rows.size()) + ")");
+  if (o.folds < 2 || o.folds > rows.size()) throw error("--folds", "must be in [2, rows]");
+#if defined(AUTOSYNC_HAS_XGBOOST)
+  const auto defaults = learn::collective_xgb_params();
+  const auto p = params_of(o, defaults);
+  const auto y_loco = learn::leave_one_case_out(rows, p), y_kf = learn::k_fold(rows, o.folds, p);
+  auto loco = learn::median_errors(m, rows, y_loco), kf = learn::median_errors(m, rows, y_kf);
+  loco.push_back(learn::overall_errors(rows, y_loco));
+  kf.push_back(learn::overall_errors(rows, y_kf));
+  std::printf("held-out median relative error      rows  analytical  case left out  %zu-fold\n", o.folds);
+  for (std::size_t c = 0; c < loco.size(); ++c)
+    std::printf("  %-34s %4zu  %10.3f  %13.3f  %6.3f\n", loco[c].label.c_str(), loco[c].rows, loco[c].analytical, loco[c].corrected,
+                kf[c].corrected);
+  const auto b = learn::train_collective_booster(rows, p);
+  std::ostringstream pre;
+  pre << "// The collective-level learned correction of cost/collective_features.hpp: y = log(measured /\n"
+         "// analytical) of one collective from cost::collective_features, trained by `autosync learn`\n"
+         "// "
+      << trained_with(p) << " on " << rows.size() << " rows of the nccl-tests logs of "
+      << std::filesystem::path(o.collectives).filename().string() << ":\n";
+  for (const auto& c : m.cases)
+    pre << "//   " << c.file << (c.section.empty() ? "" : " " + c.section) << "  (" << name_of(c.algorithm) << ", " << c.cluster.name << ")\n";
+  pre << regenerate_lines("--collectives tests/data/collectives/cases.json --emit-header include/autosync/gbt/default_collective_model.hpp "
+                          "--name autosync::gbt::default_collective_model",
+                          p, defaults);
+  write_model(o, b, o.name.empty() ? "default_collective_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
+              std::to_string(rows.size()) + " rows");
+  return 0;
+#else
+  needs_xgboost();
+#endif
+}
+
 inline int cmd_learn(const learn_opts& o) {
-  if (o.records.empty()) throw error("--records", "give at least one records file");
+  if (!o.collectives.empty()) return cmd_learn_collectives(o);
+  if (o.records.empty()) throw error("--records", "give at least one records file (or --collectives MANIFEST)");
   if (!(o.holdout >= 0.0 && o.holdout < 1.0)) throw error("--holdout", "must be in [0, 1)");
   const auto recs = read_all(o.records);
   const auto samples = learn::make_samples(recs);
@@ -117,7 +218,8 @@ inline int cmd_learn(const learn_opts& o) {
             << " held out (by strategy)\n";
   if (train.size() < 2) throw error("--records", "too few records to train on (" + std::to_string(train.size()) + ")");
 #if defined(AUTOSYNC_HAS_XGBOOST)
-  const learn::xgb_params p{.rounds = o.rounds, .max_depth = o.depth, .eta = o.eta};
+  const learn::xgb_params defaults{};
+  const auto p = params_of(o, defaults);
   if (!test.empty()) {
     const auto b = learn::train_booster(train, p);
     const auto lin = learn::fit_linear(train);
@@ -137,28 +239,19 @@ inline int cmd_learn(const learn_opts& o) {
     std::printf("  linear, 12 AutoSync feat.  %6.3f     %6.3f\n", l.pairwise, l.spearman);
   }
   const auto all = learn::train_booster(samples, p);
-  if (!o.out.empty()) {
-    all.save_json(o.out);
-    std::cout << "wrote " << o.out << " (XGBoost JSON, " << o.rounds << " trees on " << samples.size() << " records)\n";
-  }
-  if (!o.header.empty()) {
-    const auto f = gbt::parse_xgboost_json(all.json(), "<trained model>");
-    std::ofstream h(o.header, std::ios::binary);
-    h << "// The learned correction of cost/corrected.hpp: y = log(measured / analytical iteration) from\n"
-         "// cost::compute_features, trained by `autosync learn` (XGBoost, "
-      << o.rounds << " rounds, depth " << o.depth << ", eta " << o.eta << ") on " << samples.size() << " trial records of\n//";
-    for (const auto& r : o.records) h << " " << std::filesystem::path(r).filename().string();
-    h << "\n// Regenerate (from the repository root, after building the autosync command):\n"
-         "//   build/bin/autosync learn --records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model\n";
-    h << gbt::emit_header(f, o.name);
-    h.close();
-    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
-    std::cout << "wrote " << o.header << " (constexpr forest '" << o.name << "')\n";
-  }
+  std::ostringstream pre;
+  pre << "// The learned correction of cost/corrected.hpp: y = log(measured / analytical iteration) from\n"
+         "// cost::compute_features, trained by `autosync learn` "
+      << trained_with(p) << " on " << samples.size() << " trial records of\n//";
+  for (const auto& r : o.records) pre << " " << std::filesystem::path(r).filename().string();
+  pre << "\n"
+      << regenerate_lines("--records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model",
+                          p, defaults);
+  write_model(o, all, o.name.empty() ? "default_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
+              std::to_string(samples.size()) + " records");
   return 0;
 #else
-  throw error("`autosync learn` trains with XGBoost: this autosync was built without it (install Debian's libxgboost-dev, "
-              "`cmake/setup-deps.sh --xgboost`, and rebuild)");
+  needs_xgboost();
 #endif
 }
 

@@ -5,6 +5,8 @@
 //   NCCL_TUNER_PLUGIN=autosync             (or the path of this file)
 //   AUTOSYNC_TUNER_CLUSTER=dgx-h100-x4     (optional: a preset or a cluster JSON file)
 //   AUTOSYNC_TUNER_STRATEGY=strategy.json  (optional: the searched strategy's topology decides)
+//   AUTOSYNC_TUNER_CORRECTION=default      (optional: AllReduce by times corrected with the model
+//                                           learned from nccl-tests logs, or a model JSON file)
 //   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING   shows every choice
 #include <autosync/plugin/nccl_tuner.hpp>
 

@@ -7,13 +7,20 @@
 // latency, reduce 2 MB/s (gamma 5e-7 s/B): a 2-rank ring all-reduce of S bytes costs
 // 2 alpha + S beta + S/2 gamma = 0.002 + 1.25e-6 S, i.e. 7 ms for one tensor.
 // one_node(): one worker(2) node.
+// node(...) and replicated(...): the multi-node clusters of the collective and learning tests.
+// index_of(names, name): a feature's column in a feature-name table.
 #pragma once
 
 #include <autosync/cluster.hpp>
 #include <autosync/model.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autosync::testing {
@@ -48,6 +55,37 @@ inline cluster_spec one_node() {
   c.nodes.push_back(worker(2));
   c.nodes[0].name = "n0";
   return c;
+}
+
+inline node_spec node(int devices, autosync::link intra, autosync::link nic, double device_flops, double reduce_bandwidth, int nics = 1) {
+  node_spec n;
+  n.devices = devices;
+  n.intra = intra;
+  n.nic = nic;
+  n.nics = nics;
+  n.device_flops = device_flops;
+  n.reduce_bandwidth = reduce_bandwidth;
+  return n;
+}
+
+// `count` copies of `proto`, named n0, n1, ...
+inline cluster_spec replicated(std::string name, int count, const node_spec& proto) {
+  cluster_spec c;
+  c.name = std::move(name);
+  for (int i = 0; i < count; ++i) {
+    c.nodes.push_back(proto);
+    c.nodes.back().name = "n" + std::to_string(i);
+  }
+  return c;
+}
+
+// The column of `name` in a feature-name table (cost::feature_names, cost::collective_feature_names);
+// throws std::out_of_range, which fails the test, when there is none.
+template <std::size_t N>
+std::size_t index_of(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return i;
+  throw std::out_of_range("no feature named '" + std::string(name) + "'");
 }
 
 }  // namespace autosync::testing

@@ -2,7 +2,8 @@
 // that replays the seed corpus (tests/unit/json_corpus.cpp), so a g++-only CI checks them too.
 //
 // For any bytes:
-//   1. io::parse_model / parse_cluster / parse_strategy either return a value or throw
+//   1. io::parse_model / parse_cluster / parse_strategy (and learn::parse_collective_cases, the
+//      manifest of nccl-tests logs) either return a value or throw
 //      autosync::error; anything else escaping (nlohmann exceptions, std::out_of_range,
 //      bad_alloc from a runaway size, a sanitizer report) is a bug.
 //   2. An error names the file and a line inside the text: "fuzz.json:<line>[:<col>]: ...",
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <autosync/io/json.hpp>
+#include <autosync/learn/collectives.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -63,12 +65,23 @@ inline bool same(const cluster_spec& a, const cluster_spec& b) {
   return true;
 }
 inline bool same(const strategy_desc& a, const strategy_desc& b) { return a == b; }
+inline bool same(const learn::collective_manifest& a, const learn::collective_manifest& b) {
+  if (a.source != b.source || a.cases.size() != b.cases.size()) return false;
+  for (std::size_t i = 0; i < a.cases.size(); ++i) {
+    const auto &x = a.cases[i], &y = b.cases[i];
+    if (x.label != y.label || x.file != y.file || x.section != y.section || x.op != y.op || x.algorithm != y.algorithm ||
+        x.cluster_name != y.cluster_name || x.note != y.note || !same(x.cluster, y.cluster))
+      return false;
+  }
+  return true;
+}
 
 template <class Parse>
 bool check(std::string_view text, Parse&& parse) {
   try {
+    using io::to_json_text;  // and learn::to_json_text, found by argument-dependent lookup
     const auto x = parse(text, std::string(file_name));
-    const auto written = io::to_json_text(x);
+    const auto written = to_json_text(x);
     std::remove_cvref_t<decltype(x)> back;
     try {
       back = parse(written, std::string("written.json"));
@@ -76,7 +89,7 @@ bool check(std::string_view text, Parse&& parse) {
       throw violation("fuzz property violated: accepted, but its written form is rejected: " + std::string(e.what()) + "\n" + written);
     }
     require(same(x, back), "round trip changed the value:\n" + written);
-    require(io::to_json_text(back) == written, "writing is not stable:\n" + written);
+    require(to_json_text(back) == written, "writing is not stable:\n" + written);
     return true;
   } catch (const error& e) {
     check_error(text, e);
@@ -89,6 +102,10 @@ inline bool model_json(std::string_view text) {
 }
 inline bool cluster_json(std::string_view text) {
   return check(text, [](std::string_view t, const std::string& f) { return io::parse_cluster(t, f); });
+}
+
+inline bool collective_cases_json(std::string_view text) {
+  return check(text, [](std::string_view t, const std::string& f) { return learn::parse_collective_cases(t, f); });
 }
 
 // A small model and cluster to check strategies against (strategy_desc::validate).

@@ -13,8 +13,14 @@
 //   - AUTOSYNC_TUNER_STRATEGY forces the strategy's topology (tree; hierarchical<ring, tree>:
 //     ring on one-node communicators, tree on one-rank-per-node ones);
 //   - AUTOSYNC_TUNER_CLUSTER changes the fabric (a preset and a JSON file);
+//   - AUTOSYNC_TUNER_CORRECTION=default decides AllReduce by the corrected ring and tree times
+//     of the embedded collective correction, recomputed here, and changes some decisions of the
+//     analytical model; a model file with a constant output (the same factor on every time)
+//     decides as the analytical model does;
 //   - a bad variable makes init fail with a WARN naming it; the INFO/TUNING log names the choice.
 // Usage: tuner_harness <path of libnccl-tuner-autosync.so>. No GPU, no NCCL needed.
+#include <autosync/cost/collective_features.hpp>
+#include <autosync/cost/default_collective_correction.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/plugin/nccl_tuner.hpp>
@@ -29,7 +35,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pl = autosync::plugin;
@@ -98,13 +106,19 @@ int argmin(const table& t) {
   return best;
 }
 
-// The model's preference, from cost/fabric.hpp directly.
-int expected_algo(const autosync::cost::fabric& f, int coll, double n, int forced_kind = -1) {
+// The model's preference, from cost/fabric.hpp directly; with a correction, AllReduce from the
+// corrected times of cost/collective_features.hpp.
+int expected_algo(const autosync::cost::fabric& f, int coll, double n, int forced_kind = -1,
+                  const autosync::cost::collective_correction* correction = nullptr) {
   const topology_value ring{topology_kind::ring}, tree{topology_kind::tree}, hd{topology_kind::halving_doubling};
   switch (coll) {
     case pl::all_reduce:
       if (forced_kind == static_cast<int>(topology_kind::ring)) return pl::algo_ring;
       if (forced_kind == static_cast<int>(topology_kind::tree)) return pl::algo_tree;
+      if (correction)
+        return autosync::cost::corrected_all_reduce(f, tree, n, *correction).time < autosync::cost::corrected_all_reduce(f, ring, n, *correction).time
+                   ? pl::algo_tree
+                   : pl::algo_ring;
       return autosync::cost::all_reduce(f, tree, n) < autosync::cost::all_reduce(f, ring, n) ? pl::algo_tree : pl::algo_ring;
     case pl::reduce_scatter:
     case pl::all_gather:
@@ -140,7 +154,7 @@ struct plugin {
 // One communicator: every collective x size, checked against the model. Returns the counts
 // of the choices made per algorithm (to check both sides of each crossover occur).
 void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes, const autosync::node_spec& node, int forced_kind,
-              std::vector<int>& chosen) {
+              std::vector<int>& chosen, const autosync::cost::collective_correction* correction = nullptr) {
   void* ctx = nullptr;
   int rc = -1;
   if (version == 4) rc = p.v4->init(ranks, nodes, &capture, &ctx);
@@ -172,7 +186,7 @@ void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes
           if (orig[k] < 0.0f) EXPECT(t[k] == orig[k], "-1 entry %d touched (%s %zu B)", i, pl::coll_name(coll), bytes);
           if (t[k] != orig[k]) ++changed;
         }
-        const int want = expected_algo(f, coll, static_cast<double>(bytes), forced_kind);
+        const int want = expected_algo(f, coll, static_cast<double>(bytes), forced_kind, correction);
         if (want < 0) {
           EXPECT(changed == 0, "%s table untouched", pl::coll_name(coll));
           continue;
@@ -265,10 +279,81 @@ int main(int argc, char** argv) {
   setenv("AUTOSYNC_TUNER_CLUSTER", (dir / "cluster.json").c_str(), 1);
   run_comm(p, 6, 32, 4, autosync::zoo::p3_16xlarge_x4().nodes.at(0), -1, other);
 
+  unsetenv("AUTOSYNC_TUNER_CLUSTER");
+
+  // the collective correction (AUTOSYNC_TUNER_CORRECTION): the embedded default decides AllReduce
+  // by corrected times, and that changes decisions of the analytical model
+  setenv("AUTOSYNC_TUNER_CORRECTION", "default", 1);
+  const autosync::cost::collective_correction embedded{autosync::cost::default_collective_correction{}};
+  std::vector<int> corrected(8 * A, 0);
+  // ties of the analytical model (2 ranks: ring and tree are one formula) do not count as changes
+  auto tie = [](const autosync::cost::fabric& f, double n) {
+    const double r = autosync::cost::all_reduce(f, topology_value{topology_kind::ring}, n);
+    return std::abs(r - autosync::cost::all_reduce(f, topology_value{topology_kind::tree}, n)) <= 1e-9 * r;
+  };
+  int differ = 0, sizes = 0;
+  const std::size_t corrected_shapes[][2] = {{8, 1}, {16, 2}, {32, 4}, {64, 8}, {2, 2}};
+  for (const auto& shape : corrected_shapes) {
+    run_comm(p, 5, shape[0], shape[1], h100, -1, corrected, &embedded);
+    const auto f = fabric_of(h100, shape[0], shape[1]);
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 4) {
+      const double n = static_cast<double>(bytes);
+      ++sizes;
+      if (!tie(f, n) && expected_algo(f, pl::all_reduce, n) != expected_algo(f, pl::all_reduce, n, -1, &embedded)) ++differ;
+    }
+  }
+  // measured when written: 1 of 65 (32 ranks on 4 nodes, 4 GiB: ring -> tree; the logs' default
+  // runs beat their NCCL_ALGO=RING runs on two H100 nodes by 1.7x at such sizes)
+  std::printf("tuner_harness: the embedded collective correction changes %d of %d AllReduce decisions\n", differ, sizes);
+  EXPECT(differ > 0, "the correction changes some AllReduce decision");
+  EXPECT(differ < sizes / 4, "the correction changes few decisions: it corrects the model, it does not replace it (%d of %d)", differ, sizes);
+  // a strategy's topology still comes first
+  setenv("AUTOSYNC_TUNER_STRATEGY", (dir / "tree.json").c_str(), 1);
+  run_comm(p, 6, 16, 2, h100, static_cast<int>(topology_kind::tree), corrected, &embedded);
+  unsetenv("AUTOSYNC_TUNER_STRATEGY");
+  // a model file whose output is one constant scales every time alike: the analytical decisions
+  const std::string constant_model = R"({"learner": {"attributes": {}, "feature_names": [], "feature_types": [],
+  "gradient_booster": {"model": {"gbtree_model_param": {"num_parallel_tree": "1", "num_trees": "1", "size_leaf_vector": "0"},
+    "tree_info": [0],
+    "trees": [{"base_weights": [7E-1], "categories": [], "categories_nodes": [], "categories_segments": [], "categories_sizes": [],
+       "default_left": [0], "id": 0, "left_children": [-1], "right_children": [-1], "parents": [2147483647],
+       "loss_changes": [0E0], "split_indices": [0], "split_type": [0], "split_conditions": [7E-1], "sum_hessian": [1E1],
+       "tree_param": {"num_deleted": "0", "num_feature": "NF", "num_nodes": "1", "size_leaf_vector": "0"}}]},
+   "name": "gbtree"},
+  "learner_model_param": {"base_score": "0E0", "boost_from_average": "1", "num_class": "0", "num_feature": "NF", "num_target": "1"},
+  "objective": {"name": "reg:squarederror", "reg_loss_param": {"scale_pos_weight": "1"}}},
+ "version": [1, 7, 4]})";
+  auto write_model = [&](const std::filesystem::path& path, std::size_t features) {
+    std::string text = constant_model;
+    for (auto at = text.find("\"NF\""); at != std::string::npos; at = text.find("\"NF\""))
+      text.replace(at, 4, "\"" + std::to_string(features) + "\"");
+    std::ofstream(path) << text;
+  };
+  write_model(dir / "constant.json", autosync::cost::collective_feature_count);
+  setenv("AUTOSYNC_TUNER_CORRECTION", (dir / "constant.json").c_str(), 1);
+  const autosync::cost::collective_correction constant{autosync::gbt::load_xgboost_json(dir / "constant.json")};
+  std::vector<int> scaled(8 * A, 0);
+  run_comm(p, 4, 16, 2, h100, -1, scaled, &constant);
+  run_comm(p, 6, 64, 8, h100, -1, scaled, &constant);
+  for (const auto& shape : shapes) {
+    const auto f = fabric_of(h100, shape[0], shape[1]);
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 4) {
+      const double n = static_cast<double>(bytes);
+      if (tie(f, n)) continue;  // a tie may round either way once scaled
+      EXPECT(expected_algo(f, pl::all_reduce, n, -1, &constant) == expected_algo(f, pl::all_reduce, n),
+             "a constant correction decides as the analytical model (%zu B on %zu ranks)", bytes, shape[0]);
+    }
+  }
+  unsetenv("AUTOSYNC_TUNER_CORRECTION");
+  write_model(dir / "narrow.json", 2);  // a model of another feature set
+
   // bad input: init fails, a WARN names the variable
-  for (const char* var : {"AUTOSYNC_TUNER_CLUSTER", "AUTOSYNC_TUNER_STRATEGY"}) {
-    unsetenv("AUTOSYNC_TUNER_CLUSTER");
-    setenv(var, (dir / "missing.json").c_str(), 1);
+  const std::pair<const char*, const char*> bad[] = {{"AUTOSYNC_TUNER_CLUSTER", "missing.json"},
+                                                    {"AUTOSYNC_TUNER_STRATEGY", "missing.json"},
+                                                    {"AUTOSYNC_TUNER_CORRECTION", "missing.json"},
+                                                    {"AUTOSYNC_TUNER_CORRECTION", "narrow.json"}};
+  for (const auto& [var, file] : bad) {
+    setenv(var, (dir / file).c_str(), 1);
     logged.clear();
     logged_level.clear();
     logged_flags.clear();

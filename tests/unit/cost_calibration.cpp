@@ -1,8 +1,10 @@
 // The analytical all-reduce model against real nccl-tests logs (tests/data/collectives/).
-// Bounds per file were set after measuring (bench_cost_calibration prints the table); see
-// cost_calibration_cases.hpp for the constants, their sources and the measured medians.
+// Bounds per file were set after measuring (bench_cost_calibration prints the table); the
+// cases and their constants are tests/data/collectives/cases.json, the bounds and the measured
+// medians cost_calibration_cases.hpp.
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/learn/collectives.hpp>
 
 #include "cost_calibration_cases.hpp"
 
@@ -25,19 +27,13 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-const cost::nccl_tests::section& section_of(const cost::nccl_tests::log& log, std::string_view prefix) {
-  for (const auto& s : log.sections)
-    if (prefix.empty() || s.title.starts_with(prefix)) return s;
-  throw error(std::string(prefix), "no such section");
-}
-
 struct medians { double raw, shape; };
 using predictor = std::function<double(const calibration::calibration_case&, const cost::fabric&, double)>;
 
 medians evaluate(const calibration::calibration_case& c, const predictor& predict) {
-  const auto log = cost::nccl_tests::load(data_dir + std::string(c.file));
-  const auto& sec = section_of(log, c.section);
-  const auto f = cost::make_fabric(c.cluster);
+  const auto log = cost::nccl_tests::load(data_dir + c.data.file);
+  const auto& sec = learn::find_section(log, c.data.section);
+  const auto f = cost::make_fabric(c.data.cluster);
   std::vector<double> raw, ratio, pred, meas;
   for (const auto& r : sec.rows) {
     const double m = r.seconds(), p = predict(c, f, static_cast<double>(r.bytes));
@@ -111,9 +107,9 @@ TEST_CASE("nccl-tests parser: malformed rows name their line") {
 TEST_CASE("calibration: median relative error per file stays within its documented bound") {
   const predictor model = [](const auto& c, const auto& f, double n) { return calibration::predict(c, f, n); };
   for (const auto& c : calibration::cases()) {
-    CAPTURE(c.label);
+    CAPTURE(c.data.label);
     const auto m = evaluate(c, model);
-    MESSAGE(c.label << ": raw " << m.raw << ", shape " << m.shape);
+    MESSAGE(c.data.label << ": raw " << m.raw << ", shape " << m.shape);
     CHECK(m.raw <= c.raw_bound);
     CHECK(m.shape <= c.shape_bound);
   }

@@ -3,6 +3,8 @@
 #include <autosync/cost/collectives.hpp>
 #include <autosync/cost/fabric.hpp>
 
+#include "../common/tiny_specs.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace autosync;
@@ -109,22 +111,7 @@ TEST_CASE("dispatch by kind and the lower bound") {
 }
 
 namespace {
-cluster_spec two_by_four() {
-  cluster_spec c;
-  c.name = "2x4";
-  for (int i = 0; i < 2; ++i) {
-    node_spec nd;
-    nd.name = "n" + std::to_string(i);
-    nd.devices = 4;
-    nd.intra = autosync::link{100e9, 1e-6};
-    nd.nic = autosync::link{10e9, 5e-6};
-    nd.nics = 2;
-    nd.device_flops = 1e14;
-    nd.reduce_bandwidth = 500e9;
-    c.nodes.push_back(nd);
-  }
-  return c;
-}
+cluster_spec two_by_four() { return testing::replicated("2x4", 2, testing::node(4, {100e9, 1e-6}, {10e9, 5e-6}, 1e14, 500e9, 2)); }
 }  // namespace
 
 TEST_CASE("make_fabric: a uniform cluster") {

@@ -14,6 +14,9 @@ using autosync::testing::replay_corpus;
 TEST_CASE("fuzz corpus: model_json") { CHECK(replay_corpus("model_json", autosync::fuzz::model_json) >= 10); }
 TEST_CASE("fuzz corpus: cluster_json") { CHECK(replay_corpus("cluster_json", autosync::fuzz::cluster_json) >= 10); }
 TEST_CASE("fuzz corpus: strategy_json") { CHECK(replay_corpus("strategy_json", autosync::fuzz::strategy_json) >= 10); }
+TEST_CASE("fuzz corpus: collective_cases_json") {
+  CHECK(replay_corpus("collective_cases_json", autosync::fuzz::collective_cases_json) >= 8);
+}
 
 TEST_CASE("fuzz properties: a seed valid against the fuzz model passes both strategy checks") {
   const auto& m = autosync::fuzz::strategy_model();

@@ -59,11 +59,7 @@ strategy_desc one_group(const model_spec& m, group_desc g) {
   return s;
 }
 
-std::size_t at(std::string_view name) {
-  const auto it = std::find(cost::feature_names.begin(), cost::feature_names.end(), name);
-  REQUIRE(it != cost::feature_names.end());
-  return static_cast<std::size_t>(it - cost::feature_names.begin());
-}
+std::size_t at(std::string_view name) { return testing::index_of(cost::feature_names, name); }
 
 // A correction that is a fixed linear function of two features.
 struct two_feature_correction {

@@ -14,6 +14,8 @@
 #include <autosync/search/space.hpp>
 #include <autosync/zoo/models.hpp>
 
+#include "../common/tiny_specs.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,25 +33,9 @@ using doctest::Approx;
 
 namespace {
 
-cluster_spec two_by_two() {
-  cluster_spec c;
-  c.name = "2x2";
-  for (int i = 0; i < 2; ++i) {
-    node_spec n;
-    n.name = "n" + std::to_string(i);
-    n.devices = 2;
-    n.intra = autosync::link{1e10, 2e-6};
-    n.nic = autosync::link{1.25e9, 2e-5};
-    n.device_flops = 1e13;
-    n.reduce_bandwidth = 1e10;
-    c.nodes.push_back(n);
-  }
-  return c;
-}
+cluster_spec two_by_two() { return testing::replicated("2x2", 2, testing::node(2, {1e10, 2e-6}, {1.25e9, 2e-5}, 1e13, 1e10)); }
 
-std::size_t at(std::string_view name) {
-  return static_cast<std::size_t>(std::find(cost::feature_names.begin(), cost::feature_names.end(), name) - cost::feature_names.begin());
-}
+std::size_t at(std::string_view name) { return testing::index_of(cost::feature_names, name); }
 
 // The law the records follow: log(measured / analytical).
 double true_log_factor(const cost::feature_row& r) {

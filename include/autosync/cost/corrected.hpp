@@ -5,14 +5,15 @@
 // where the correction was trained (learn/) on y = log(measured / analytical) over trial
 // records, and features.row is cost::compute_features (cost/features.hpp). Any type with
 // `float predict(std::span<const float>) const` and `std::size_t num_features() const` is a
-// correction (`cost::Correction`): gbt::forest (the tree evaluator, no XGBoost needed at
-// inference), learn::xgb_booster while training, or a user's own model.
+// correction (`cost::Correction`, cost/correction.hpp): gbt::forest (the tree evaluator, no
+// XGBoost needed at inference), learn::xgb_booster while training, or a user's own model.
 //
 // The correction is an option: `corrected_evaluator` without one is the analytical model
 // (factor 1), so callers that take an optional correction never branch on it.
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/cost/correction.hpp>
 #include <autosync/cost/estimate.hpp>
 #include <autosync/cost/features.hpp>
 #include <autosync/error.hpp>
@@ -20,19 +21,12 @@
 #include <autosync/strategy/descriptor.hpp>
 
 #include <cmath>
-#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <span>
 #include <string>
 
 namespace autosync::cost {
-
-template <class F>
-concept Correction = requires(const F& f, std::span<const float> row) {
-  { f.predict(row) } -> std::convertible_to<float>;
-  { f.num_features() } -> std::convertible_to<std::size_t>;
-};
 
 struct corrected_prediction {
   prediction analytical;     // cost::estimate (with its timeline)

@@ -16,13 +16,9 @@
 // compile here until the model is regenerated.
 #pragma once
 
+#include <autosync/cost/correction.hpp>
 #include <autosync/cost/features.hpp>
-#include <autosync/error.hpp>
 #include <autosync/gbt/default_model.hpp>
-
-#include <cstddef>
-#include <span>
-#include <string>
 
 namespace autosync::cost {
 
@@ -30,14 +26,6 @@ static_assert(gbt::default_model.num_features() == feature_count,
               "autosync::cost::default_correction: the embedded model (gbt/default_model.hpp) was trained on another feature "
               "set than cost::compute_features makes: regenerate it with `autosync learn --emit-header`");
 
-struct default_correction {
-  [[nodiscard]] static constexpr std::size_t num_features() noexcept { return feature_count; }
-  [[nodiscard]] float predict(std::span<const float> row) const {
-    if (row.size() != feature_count)
-      throw error("correction", "the default correction reads " + std::to_string(feature_count) + " features, got " + std::to_string(row.size()));
-    return gbt::default_model.predict(std::span<const float, feature_count>(row.data(), feature_count));
-  }
-  [[nodiscard]] static constexpr std::size_t num_trees() noexcept { return gbt::default_model.num_trees(); }
-};
+using default_correction = embedded_correction<gbt::default_model>;
 
 }  // namespace autosync::cost

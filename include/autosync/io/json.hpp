@@ -453,6 +453,22 @@ using ojson = nlohmann::ordered_json;
 }
 [[nodiscard]] inline std::string element(const std::string& f, std::size_t i) { return f + "[" + std::to_string(i) + "]"; }
 
+// Runs f; an autosync::error from it gets `prefix.` in front of its field (a spec read or
+// validated inside a larger document: a trial record's cluster, a manifest's cases).
+template <class F>
+auto nested(const std::string& prefix, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const file_error&) {
+    throw;
+  } catch (const error& e) {
+    const std::string& fld = e.field();
+    std::string msg = e.what();
+    if (!fld.empty() && msg.size() >= fld.size() + 4) msg.erase(0, fld.size() + 4);  // "'<field>': "
+    throw error(fld.empty() ? prefix : (fld.front() == '[' || fld.front() == '.' ? prefix + fld : prefix + "." + fld), msg);
+  }
+}
+
 [[nodiscard]] inline std::string list(std::initializer_list<std::string_view> names) {
   std::string r;
   for (auto n : names) {

@@ -16,12 +16,14 @@
 //              node and compute scale compete with each other; pairwise accuracy and rank
 //              correlation are computed within groups (learn/metrics.hpp).
 // * key        the strategy's JSON without its name: the same strategy run twice has one key.
+// learn/matrix.hpp turns samples into the matrix and targets XGBoost trains on.
 #pragma once
 
 #include <autosync/cluster.hpp>
 #include <autosync/cost/features.hpp>
 #include <autosync/error.hpp>
 #include <autosync/io/json.hpp>
+#include <autosync/learn/matrix.hpp>
 #include <autosync/learn/records.hpp>
 #include <autosync/model.hpp>
 
@@ -102,14 +104,6 @@ struct sample {
     }
   }
   return out;
-}
-
-// Row-major float matrix of the samples' rows (what XGBoost and gbt::forest batch-predict on).
-[[nodiscard]] inline std::vector<float> feature_matrix(std::span<const sample> ss) {
-  std::vector<float> x;
-  x.reserve(ss.size() * cost::feature_count);
-  for (const auto& s : ss) x.insert(x.end(), s.row.begin(), s.row.end());
-  return x;
 }
 
 }  // namespace autosync::learn

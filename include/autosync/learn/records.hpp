@@ -149,20 +149,7 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 namespace jio = autosync::detail::jio;
 
-// Runs f; an autosync::error from it gets `prefix.` in front of its field.
-template <class F>
-auto nested(const std::string& prefix, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const file_error&) {
-    throw;
-  } catch (const error& e) {
-    const std::string& fld = e.field();
-    std::string msg = e.what();
-    if (!fld.empty() && msg.size() >= fld.size() + 4) msg.erase(0, fld.size() + 4);  // "'<field>': "
-    throw error(fld.empty() ? prefix : (fld.front() == '[' || fld.front() == '.' ? prefix + fld : prefix + "." + fld), msg);
-  }
-}
+using jio::nested;
 
 inline void check_time(double v, const std::string& f) {
   if (!std::isfinite(v) || v < 0.0) throw error(f, "must be a finite number of seconds >= 0");

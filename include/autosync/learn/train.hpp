@@ -15,6 +15,7 @@
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
+#include <autosync/learn/matrix.hpp>
 #include <autosync/learn/xgboost.hpp>
 
 #include <memory>
@@ -22,13 +23,6 @@
 #include <vector>
 
 namespace autosync::learn {
-
-[[nodiscard]] inline std::vector<float> targets(std::span<const sample> ss) {
-  std::vector<float> y;
-  y.reserve(ss.size());
-  for (const auto& s : ss) y.push_back(static_cast<float>(s.target()));
-  return y;
-}
 
 [[nodiscard]] inline linear_model fit_linear(std::span<const sample> ss) {
   std::vector<cost::autosync_row> x;

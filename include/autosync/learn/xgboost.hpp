@@ -1,4 +1,4 @@
-// autosync/learn/xgboost.hpp — training the learned correction with XGBoost's C API.
+// autosync/learn/xgboost.hpp — training the learned corrections with XGBoost's C API.
 //
 // Needs the optional component autosync::xgboost (Debian: libxgboost-dev; CMake defines
 // AUTOSYNC_HAS_XGBOOST=1 and links libxgboost). Without it this header declares nothing but
@@ -8,13 +8,17 @@
 //   samples ──feature_matrix──> DMatrix ──XGBoosterUpdateOneIter x rounds──> booster
 //   booster.save_json(path) ──> XGBoost JSON model (gbt::load_xgboost_json reads it back)
 //
+// The booster trains on any row-major matrix: the strategy rows of learn/train.hpp
+// (cost/features.hpp) and the collective rows of learn/collectives.hpp
+// (cost/collective_features.hpp) both go through it.
+//
 // Training is deterministic for a seed (XGBoost's exact tree method on one thread, no
 // subsampling unless asked for).
 #pragma once
 
-#include <autosync/cost/features.hpp>
 #include <autosync/error.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <span>

@@ -29,6 +29,15 @@
 //                         O on communicators of one rank per node (the inter communicators),
 //                         the model elsewhere.
 //
+// AUTOSYNC_TUNER_CORRECTION=default (or =path/model.json, an XGBoost JSON model trained by
+// `autosync learn --collectives`) makes AllReduce decide by corrected times: ring vs tree, each
+// analytical x exp(forest(row)) (cost/collective_features.hpp; the embedded default was trained
+// on the nccl-tests logs of tests/data/collectives/, whose NCCL_ALGO=RING runs correct the ring
+// and whose default-selection runs the tree the model expects NCCL to pick). Opt-in, not the
+// default: on a machine unlike the logs' ones the correction can be worse than the analytical
+// model (a case held out of the training whole went from 0.33 to 0.75 median relative error;
+// README, "Learned correction of collectives"). A strategy file's topology still comes first.
+//
 // Every decision is logged through NCCL's logger at INFO with the NCCL_TUNING flag
 // (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it). A bad environment variable fails init
 // (a WARN naming the variable, then NCCL runs without the plugin); nothing else throws across
@@ -40,9 +49,12 @@
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/cost/collective_features.hpp>
 #include <autosync/cost/collectives.hpp>
+#include <autosync/cost/default_collective_correction.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/error.hpp>
+#include <autosync/gbt/xgboost.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/policy/topology.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -170,16 +182,27 @@ static_assert(offsetof(tuner_v4, getCollInfo) == 16 && offsetof(tuner_v5, getCol
   return std::nullopt;
 }
 
+// The collective correction AUTOSYNC_TUNER_CORRECTION names: "" or "off" none (analytical),
+// "default" the embedded one, anything else an XGBoost JSON model file of
+// cost::collective_feature_count features. Throws autosync::error on a bad file or width.
+[[nodiscard]] inline cost::collective_correction load_correction(const std::string& v) {
+  if (v.empty() || v == "off") return {};
+  if (v == "default") return cost::collective_correction(cost::default_collective_correction{});
+  if (!std::filesystem::exists(v)) throw error("'" + v + "' is neither 'default', 'off' nor an XGBoost JSON model file");
+  return cost::collective_correction(gbt::load_xgboost_json(v));
+}
+
 struct decision {
   int algo = -1;             // the NCCL row autosync wants, -1: no opinion
-  double model_a = 0.0;      // seconds: ring (and tree / halving_doubling) on this fabric
+  double model_a = 0.0;      // seconds: ring (and tree / halving_doubling) on this fabric, corrected or not
   double model_b = 0.0;
-  const char* reason = "";   // "model" | "strategy" | "only algorithm"
+  const char* reason = "";   // "model" | "corrected model" | "strategy" | "only algorithm"
 };
 
-// autosync's choice for one collective of `bytes` on fabric f (nRanks ranks, nNodes nodes).
+// autosync's choice for one collective of `bytes` on fabric f (nRanks ranks, nNodes nodes);
+// with a correction, AllReduce compares the corrected times.
 [[nodiscard]] inline decision decide(const cost::fabric& f, std::size_t nranks, std::size_t nnodes, int collective, double bytes,
-                                     const std::optional<topology_value>& forced) {
+                                     const std::optional<topology_value>& forced, const cost::collective_correction& correction = {}) {
   decision d;
   const topology_value ring{topology_kind::ring}, tree{topology_kind::tree}, hd{topology_kind::halving_doubling};
   std::optional<topology_kind> want;
@@ -198,6 +221,11 @@ struct decision {
       if (want == topology_kind::ring || want == topology_kind::tree) {
         d.algo = *want == topology_kind::ring ? algo_ring : algo_tree;
         d.reason = "strategy";
+      } else if (correction.corrected()) {
+        d.model_a = cost::corrected_all_reduce(f, ring, bytes, correction).time;
+        d.model_b = cost::corrected_all_reduce(f, tree, bytes, correction).time;
+        d.algo = d.model_b < d.model_a ? algo_tree : algo_ring;
+        d.reason = "corrected model";
       } else {
         d.algo = d.model_b < d.model_a ? algo_tree : algo_ring;
         d.reason = "model";
@@ -266,6 +294,13 @@ class tuner {
       }
     }
     fabric_ = communicator_fabric(node, nranks, nnodes);
+    if (const char* v = std::getenv("AUTOSYNC_TUNER_CORRECTION"); v && *v) {
+      try {
+        correction_ = load_correction(v);
+      } catch (const std::exception& e) {
+        throw error("AUTOSYNC_TUNER_CORRECTION", std::string("'") + v + "': " + e.what());
+      }
+    }
     if (const char* s = std::getenv("AUTOSYNC_TUNER_STRATEGY"); s && *s) {
       try {
         const auto desc = io::load_strategy_file(s);
@@ -275,13 +310,14 @@ class tuner {
         throw error("AUTOSYNC_TUNER_STRATEGY", std::string("'") + s + "': " + e.what());
       }
     }
-    info("autosync tuner: communicator of %zu ranks on %zu nodes; fabric from %s; %s", nranks, nnodes, cluster_name_.c_str(),
-         strategy_name_.empty() ? "no strategy file (the cost model decides)" : ("strategy '" + strategy_name_ + "'").c_str());
+    info("autosync tuner: communicator of %zu ranks on %zu nodes; fabric from %s; %s; %s", nranks, nnodes, cluster_name_.c_str(),
+         strategy_name_.empty() ? "no strategy file (the cost model decides)" : ("strategy '" + strategy_name_ + "'").c_str(),
+         correction_.corrected() ? "AllReduce by corrected times (AUTOSYNC_TUNER_CORRECTION)" : "analytical times");
   }
 
   nccl_result get_coll_info(int collective, std::size_t bytes, float** table, int num_algo, int num_proto, int* channels) {
     (void)channels;  // left at 0: NCCL decides
-    const auto d = decide(fabric_, nranks_, nnodes_, collective, static_cast<double>(bytes), forced_);
+    const auto d = decide(fabric_, nranks_, nnodes_, collective, static_cast<double>(bytes), forced_, correction_);
     const int p = steer(table, num_algo, num_proto, d);
     if (d.algo < 0) return nccl_success;
     if (p < 0) {
@@ -306,6 +342,7 @@ class tuner {
   nccl_logger log_;
   cost::fabric fabric_{};
   std::optional<topology_value> forced_;
+  cost::collective_correction correction_;
   std::string cluster_name_, strategy_name_;
 };
 
