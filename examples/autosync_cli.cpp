@@ -834,6 +834,8 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--per-round", to.per_round, "trials per round")->capture_default_str();
   tune_cmd->add_option("--proposals", to.proposals, "sampled candidates per round")->capture_default_str();
   tune_cmd->add_option("--seed", to.seed, "seed of the proposals and of the trials' gradients")->capture_default_str();
+  tune_cmd->add_option("--confirm", to.confirm, "run the best N measured strategies and the best baseline once more at the end (0: off)")
+      ->capture_default_str();
   tune_cmd->add_flag("--allow-lossy", to.allow_lossy, "let proposals use lossy compression (fp16/bf16), as AutoSync's compressors");
   tune_cmd->add_option("--out", to.out, "write the best measured strategy as JSON");
   sample_opts so;

@@ -19,7 +19,7 @@
 //
 //   autosync tune --model M --cluster C --records r.jsonl [--budget 200] [--runner local]
 //                 [--np N] [--ranks-per-node K] [--scale X] [--iters N] [--warmup K] [--compute-scale X]
-//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--allow-lossy] [--out best.json]
+//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--allow-lossy] [--confirm 3] [--out best.json]
 //     runners: local (mpirun ... autosync run on this machine), testbed:NAME (tests/testbed/
 //     testbed.sh run --name NAME, the testbed must be up), cmd:TEMPLATE (any command with the
 //     placeholders of learn/runners.hpp), replay:FILE (a recorded dataset).
@@ -76,6 +76,7 @@ struct tune_opts {
   std::size_t budget = 200, per_round = 20, proposals = 1000;
   std::uint64_t seed = 1;
   bool allow_lossy = false;
+  std::size_t confirm = 3;
 };
 
 inline std::string msec(double s) {
@@ -269,6 +270,7 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   to.proposals = o.proposals;
   to.seed = o.seed;
   to.allow_lossy = o.allow_lossy;
+  to.confirm = o.confirm;
   to.initial = cost::corrected_evaluator(cost::default_correction{});  // the embedded model until the loop can fit
   to.on_progress = [&](const learn::tune_progress& pg) {
     if (pg.phase == "resume" && pg.trials > 0)
@@ -282,6 +284,8 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
                     pg.last_strategy.c_str(), msec(pg.last_measured).c_str(), msec(pg.last_predicted).c_str(),
                     msec(pg.best_measured).c_str());
       std::cout << line << std::flush;
+    } else if (pg.phase == "confirm") {
+      std::cout << "  confirm  " << pg.last_strategy << " measured " << msec(pg.last_measured) << "\n" << std::flush;
     }
   };
   auto trainer = learn::default_trainer();
@@ -289,8 +293,9 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   std::cout << "\n" << r.trials.size() << " trial(s) (" << r.resumed << " resumed), " << r.rounds << " round(s)"
             << (r.converged ? ", converged" : "") << "\n";
   if (!r.best) return 0;
-  const double best = learn::median_iteration(*r.best);
-  std::cout << "best measured: " << r.best->strategy.name << " " << msec(best) << "\n";
+  const double best = r.best_measured;
+  std::cout << "best measured: " << r.best->strategy.name << " " << msec(best)
+            << (r.confirmations.empty() ? "" : " (upper median of its runs)") << "\n";
   if (r.best_baseline > 0.0)
     std::cout << "best measured baseline: " << r.best_baseline_name << " " << msec(r.best_baseline) << "  (speedup " << r.best_baseline / best
               << "x)\n";

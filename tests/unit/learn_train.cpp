@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -287,9 +288,69 @@ TEST_CASE("autotune proposes lossy compression only when allowed") {
     keeping_runner runner;
     const auto r = learn::autotune(t, runner, dir.path / "trials.jsonl", {}, learn::trainer{}, o);
     CHECK(r.trials.size() == 40);
-    REQUIRE(runner.seen.size() == 40);
+    REQUIRE(runner.seen.size() == 40 + r.confirmations.size());
     const auto n = std::count_if(runner.seen.begin(), runner.seen.end(), any_lossy);
     if (lossy) CHECK(n > 0);
     else CHECK(n == 0);
   }
+}
+
+namespace {
+// The first run of every strategy whose name ends in "7" is lucky (a tenth of its time); every
+// later run measures the synthetic record's true time.
+struct lucky_runner {
+  std::map<std::string, int> runs;
+  learn::trial_record run(const learn::tune_target& t, const strategy_desc& s) {
+    auto r = synthetic_record(t.model, t.cluster, s);
+    if (runs[learn::strategy_key(s)]++ == 0 && !s.name.empty() && s.name.back() == '7')
+      for (auto& it : r.iterations) {
+        it.sync *= 0.1;
+        it.exposed *= 0.1;
+        it.iteration *= 0.1;
+        for (auto* v : {&it.rank_sync, &it.rank_exposed, &it.rank_iteration})
+          for (auto& x : *v) x *= 0.1;
+      }
+    return r;
+  }
+};
+}  // namespace
+
+TEST_CASE("autotune's confirm phase: the best strategy is the best median over its runs, not one lucky trial") {
+  learn::tune_target t;
+  t.model = learn::model_source::from_zoo("resnet50", 0.05);
+  t.cluster = two_by_two();
+  t.ranks = 4;
+  t.ranks_per_node = 2;
+  t.settings = {1, 1.0, 7};
+  learn::tune_options o;
+  o.budget = 30;
+  o.per_round = 10;
+  o.proposals = 200;
+  o.search_evaluations = 200;
+  o.patience = 100;
+  o.confirm = 0;
+  scratch_dir dir;
+  lucky_runner unconfirmed;
+  const auto a = learn::autotune(t, unconfirmed, dir.path / "a.jsonl", {}, learn::trainer{}, o);
+  REQUIRE(a.best);
+  const bool fooled = !a.best->strategy.name.empty() && a.best->strategy.name.back() == '7';
+  REQUIRE(fooled);  // without confirmation a lucky trial wins (the premise of this test)
+  CHECK(a.confirmations.empty());
+
+  o.confirm = 3;
+  lucky_runner confirmed;
+  const auto b = learn::autotune(t, confirmed, dir.path / "b.jsonl", {}, learn::trainer{}, o);
+  REQUIRE(b.best);
+  CHECK(b.trials.size() == 30);
+  CHECK(b.confirmations.size() >= 3);
+  CHECK(b.confirmations.size() <= 4);
+  // the records file holds the loop's trials and the confirmations
+  CHECK(learn::read_records(dir.path / "b.jsonl").records.size() == 30 + b.confirmations.size());
+  // a confirmed strategy's time is the slower of its two runs: the winner's is its true time
+  const auto truth = learn::median_iteration(synthetic_record(t.model, t.cluster, b.best->strategy));
+  CHECK(b.best_measured == Approx(truth).epsilon(1e-9));
+  double true_best = 1e30;
+  for (const auto& r : learn::read_records(dir.path / "b.jsonl").records)
+    true_best = std::min(true_best, learn::median_iteration(synthetic_record(t.model, t.cluster, r.strategy)));
+  CHECK(b.best_measured <= true_best * 1.0000001);
 }

@@ -4,7 +4,9 @@
 #      records file then holds exactly 4 records, the progress shows trial 4 of 4
 #   2. the same command with --budget 6 resumes: it reports the 4 trials it found, runs 2 more,
 #      and the 6 records hold 6 distinct strategies (nothing run twice)
-#   3. an unknown runner is an error (exit 1) naming the valid ones
+#   3. --confirm 2 on the finished records: no new strategy, the 2 best and the best baseline
+#      (when it is not one of them) run once more, and the result is the median of their runs
+#   4. an unknown runner is an error (exit 1) naming the valid ones
 # Run as: cmake -DAUTOSYNC=<autosync> -DWORK=<scratch dir> -P learn_tune_cli.cmake
 foreach(v AUTOSYNC WORK)
   if(NOT DEFINED ${v})
@@ -29,7 +31,7 @@ function(count_records out)
 endfunction()
 
 # 1.
-execute_process(COMMAND ${tune} --budget 4 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+execute_process(COMMAND ${tune} --budget 4 --confirm 0 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "autosync tune --budget 4:\n${out}")
 check("autosync tune failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
 count_records(n)
@@ -38,7 +40,7 @@ string(FIND "${out}" "[   4/4]" at)
 check("no progress line for trial 4 of 4" at GREATER -1)
 
 # 2.
-execute_process(COMMAND ${tune} --budget 6 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+execute_process(COMMAND ${tune} --budget 6 --confirm 0 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "autosync tune --budget 6:\n${out}")
 check("autosync tune (resumed) failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
 string(FIND "${out}" "resumed 4 trial(s)" at)
@@ -57,6 +59,29 @@ list(LENGTH names distinct)
 check("a strategy was run twice: ${names}" distinct EQUAL 6)
 
 # 3.
+execute_process(COMMAND ${tune} --budget 6 --confirm 2 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "autosync tune --budget 6 --confirm 2:\n${out}")
+check("autosync tune --confirm 2 failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
+count_records(n)
+check("expected 8 or 9 records after confirming 2 (+ the best baseline), found ${n}" n GREATER_EQUAL 8 AND n LESS_EQUAL 9)
+string(REGEX MATCHALL "  confirm  " confirms "${out}")
+list(LENGTH confirms nc)
+math(EXPR expect "${n} - 6")
+check("expected ${expect} confirm lines, found ${nc}" nc EQUAL expect)
+string(FIND "${out}" "(upper median of its runs)" at)
+check("the result does not say it is the median of the runs" at GREATER -1)
+file(STRINGS "${records}" lines)
+set(names "")
+foreach(line IN LISTS lines)
+  string(JSON strategy GET "${line}" strategy)
+  string(JSON name ERROR_VARIABLE jerr GET "${strategy}" name)
+  list(APPEND names "${name}")
+endforeach()
+list(REMOVE_DUPLICATES names)
+list(LENGTH names distinct)
+check("confirmation ran a new strategy: ${names}" distinct EQUAL 6)
+
+# 4.
 execute_process(COMMAND ${tune} --budget 1 --runner bogus WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 check("an unknown runner must exit 1, got ${rc}" rc EQUAL 1)
 string(FIND "${err}" "unknown runner 'bogus'" at)

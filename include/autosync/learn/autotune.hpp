@@ -15,6 +15,9 @@
 //        │      v
 //        │    runner.run(strategy) ──> trial_record ──append──> records file
 //        └──────┘   until the budget of trials, or no better measured time for `patience` rounds
+//   confirm: the `confirm` best measured strategies and the best baseline run once more; the
+//   result ranks every strategy by the upper median of its runs (of two, the slower): a
+//   3-iteration trial can be lucky, and a lucky first run must be repeated to win
 //
 // A runner (`Runner`) executes one strategy for the tuning target and returns its record:
 // learn/runners.hpp has one that calls `mpirun ... autosync run` (local), one that wraps any
@@ -48,6 +51,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -102,7 +106,7 @@ struct tune_progress {
   double last_predicted = 0.0;       // its corrected estimate
   std::string last_strategy;
   bool corrected = false;            // whether this round ranks with a learned correction
-  std::string_view phase;            // "resume", "fit", "trial", "round", "done"
+  std::string_view phase;            // "resume", "fit", "trial", "round", "confirm", "done"
 };
 
 struct tune_options {
@@ -117,6 +121,8 @@ struct tune_options {
   double diversity = 0.3;            // weight of diversity against the relative score gap (diverse_top_k)
   std::uint64_t seed = 1;
   std::size_t search_evaluations = 2000;  // the search's budget for its optimum (0: no search)
+  std::size_t confirm = 3;           // best strategies run again at the end (0: none; a PoolRunner
+                                     // replays the same record, so it never confirms)
   bool allow_lossy = false;          // proposals (draws, neighbours, the search) may use fp16/bf16
                                      // compression: AutoSync's space had its fp16 compressors; opt-in
                                      // here because it changes what training computes
@@ -134,14 +140,18 @@ struct trial_result {
 };
 
 struct tune_result {
-  std::vector<trial_result> trials;  // in the order run (resumed ones first)
+  std::vector<trial_result> trials;  // in the order run (resumed ones first; a strategy run again,
+                                     // by an earlier confirmation, is resumed as a trial too)
+  std::vector<trial_result> confirmations;  // the runs of the confirm phase (not in `trials`)
   std::size_t resumed = 0;
   std::size_t rounds = 0;
-  std::optional<trial_record> best;  // the best measured trial
-  double best_baseline = 0.0;        // the best measured baseline (0: none ran)
+  std::optional<trial_record> best;  // the best measured strategy: the lowest upper median of its
+                                     // runs (one run: its time; two: the slower; three: the middle)
+  double best_measured = 0.0;        // that median, seconds (0: no trial)
+  double best_baseline = 0.0;        // the best measured baseline, the same way (0: none ran)
   std::string best_baseline_name;
   bool converged = false;            // stopped by patience, not by the budget
-  // best measured time after each trial (trials[i])
+  // best single measured time after each trial (trials[i])
   [[nodiscard]] std::vector<double> best_so_far() const {
     std::vector<double> v;
     double b = std::numeric_limits<double>::infinity();
@@ -175,9 +185,13 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   std::vector<sample> target;
   std::vector<strategy_desc> target_strategies;  // target[i]'s strategy
   std::set<std::string> tried;
+  std::map<std::string, std::vector<double>> runs_of;  // strategy key -> every measured time
+  std::map<std::string, trial_record> record_of;       // strategy key -> its first record
   auto note = [&](const trial_record& r, double predicted, bool resumed) {
     auto s = make_sample(r);
     tried.insert(s.key);
+    runs_of[s.key].push_back(s.measured);
+    record_of.emplace(s.key, r);
     res.trials.push_back(trial_result{r.strategy.name, s.measured, predicted, is_baseline(r.strategy)});
     if (res.trials.back().baseline && (res.best_baseline == 0.0 || s.measured < res.best_baseline)) {
       res.best_baseline = s.measured;
@@ -326,7 +340,64 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       break;
     }
   }
-  report("done");
+  // 6. confirm: run the best measured strategies (and the best baseline) once more
+  if constexpr (!PoolRunner<R>) {
+    if (o.confirm > 0 && !res.trials.empty()) {
+      std::vector<std::pair<double, std::string>> by_best;
+      std::string best_base_key;
+      double best_base = std::numeric_limits<double>::infinity();
+      for (const auto& [key, v] : runs_of) {
+        const double m = *std::min_element(v.begin(), v.end());
+        by_best.emplace_back(m, key);
+        if (is_baseline(record_of.at(key).strategy) && m < best_base) {
+          best_base = m;
+          best_base_key = key;
+        }
+      }
+      std::sort(by_best.begin(), by_best.end());
+      std::vector<std::string> again;
+      for (std::size_t i = 0; i < by_best.size() && again.size() < o.confirm; ++i) again.push_back(by_best[i].second);
+      if (!best_base_key.empty() && std::find(again.begin(), again.end(), best_base_key) == again.end()) again.push_back(best_base_key);
+      for (const auto& key : again) {
+        const auto& first = record_of.at(key);
+        auto rec = runner.run(t, first.strategy);
+        rec.strategy.name = first.strategy.name;
+        append_record(records, rec);
+        const double m = median_iteration(rec);
+        runs_of[key].push_back(m);
+        res.confirmations.push_back(trial_result{first.strategy.name, m, 0.0, is_baseline(first.strategy)});
+        pg.last_measured = m;
+        pg.last_predicted = 0.0;
+        pg.last_strategy = first.strategy.name;
+        report("confirm");
+      }
+    }
+  }
+  // the result: every strategy by the median of its runs
+  res.best.reset();
+  res.best_baseline = 0.0;
+  res.best_baseline_name.clear();
+  for (const auto& [key, v] : runs_of) {
+    std::vector<double> w = v;
+    std::sort(w.begin(), w.end());
+    const double med = w[w.size() / 2];  // the upper median: of two runs the slower, so one lucky run cannot win
+    const auto& r = record_of.at(key);
+    if (!res.best || med < res.best_measured) {
+      res.best = r;
+      res.best_measured = med;
+    }
+    if (is_baseline(r.strategy) && (res.best_baseline == 0.0 || med < res.best_baseline)) {
+      res.best_baseline = med;
+      res.best_baseline_name = r.strategy.name;
+    }
+  }
+  pg.best_measured = res.best_measured;
+  pg.best_strategy = res.best ? res.best->strategy.name : std::string();
+  if (o.on_progress) {
+    pg.phase = "done";
+    pg.trials = res.trials.size();
+    o.on_progress(pg);
+  }
   return res;
 }
 
