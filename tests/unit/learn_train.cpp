@@ -259,6 +259,25 @@ struct keeping_runner {
     return synthetic_record(t.model, t.cluster, s);
   }
 };
+// resnet50 at 5 % on the 2x2 cluster, and a short loop over sampled proposals (no fitting).
+learn::tune_target small_target() {
+  learn::tune_target t;
+  t.model = learn::model_source::from_zoo("resnet50", 0.05);
+  t.cluster = two_by_two();
+  t.ranks = 4;
+  t.ranks_per_node = 2;
+  t.settings = {1, 1.0, 7};
+  return t;
+}
+learn::tune_options small_options(std::size_t budget) {
+  learn::tune_options o;
+  o.budget = budget;
+  o.per_round = 10;
+  o.proposals = 200;
+  o.search_evaluations = 200;
+  o.patience = 100;
+  return o;
+}
 bool any_lossy(const strategy_desc& s) {
   for (const auto& g : s.groups) {
     const auto info = find_compression(g.compression);
@@ -269,18 +288,8 @@ bool any_lossy(const strategy_desc& s) {
 }  // namespace
 
 TEST_CASE("autotune proposes lossy compression only when allowed") {
-  learn::tune_target t;
-  t.model = learn::model_source::from_zoo("resnet50", 0.05);
-  t.cluster = two_by_two();
-  t.ranks = 4;
-  t.ranks_per_node = 2;
-  t.settings = {1, 1.0, 7};
-  learn::tune_options o;
-  o.budget = 40;
-  o.per_round = 10;
-  o.proposals = 200;
-  o.search_evaluations = 200;
-  o.patience = 100;
+  const auto t = small_target();
+  auto o = small_options(40);
   for (const bool lossy : {false, true}) {
     CAPTURE(lossy);
     scratch_dir dir;
@@ -316,18 +325,8 @@ struct lucky_runner {
 }  // namespace
 
 TEST_CASE("autotune's confirm phase: the best strategy is the best median over its runs, not one lucky trial") {
-  learn::tune_target t;
-  t.model = learn::model_source::from_zoo("resnet50", 0.05);
-  t.cluster = two_by_two();
-  t.ranks = 4;
-  t.ranks_per_node = 2;
-  t.settings = {1, 1.0, 7};
-  learn::tune_options o;
-  o.budget = 30;
-  o.per_round = 10;
-  o.proposals = 200;
-  o.search_evaluations = 200;
-  o.patience = 100;
+  const auto t = small_target();
+  auto o = small_options(30);
   o.confirm = 0;
   scratch_dir dir;
   lucky_runner unconfirmed;
