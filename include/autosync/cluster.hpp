@@ -5,6 +5,19 @@
 // `nic` bandwidth/latency each. Nodes may differ (heterogeneous NICs). A node with
 // `server_only` set holds no devices and serves parameter-server shards only (BytePS-style
 // CPU summation servers). Units: bytes, seconds, bytes/second, FLOP/second.
+//
+// The network side also says how collectives run (cost/nccl_model.hpp uses it):
+//   backend     mpi   the CPU executor's own ring / tree / halving-doubling on send/recv
+//                     (the alpha-beta-gamma forms of cost/collectives.hpp describe them)
+//               nccl  NCCL on GPUs: algorithm x protocol, channels, chunked pipelines
+//   transport   how a node's NICs move NCCL's messages (rdma, efa, slingshot, gpudirect_tcp,
+//               tcp): per-message latency and CPU/proxy overhead, efficiency, GPU-direct or
+//               host bounce. Zero fields take the kind's sourced defaults (cost/transport.hpp).
+//   nvls, collnet   in-switch reduction the hardware offers (NVLink SHARP on NVSwitch
+//               Hopper+; SHARP on the InfiniBand switches) — NCCL's NVLS / CollNet algorithms
+//   gpu_generation  NCCL's compute-capability class (volta, ampere, hopper, blackwell): its
+//               per-channel bandwidth caps differ; `automatic` reads it from `device`
+//   latency_scale, channels   calibration results (1 and 0 = NCCL's own tables / auto)
 #pragma once
 
 #include <autosync/error.hpp>
@@ -21,6 +34,22 @@ namespace autosync {
 struct link {
   double bandwidth = 0.0;  // bytes per second, one direction
   double latency = 0.0;    // seconds per message (alpha)
+};
+
+enum class collective_backend : std::uint8_t { mpi, nccl };
+enum class transport_kind : std::uint8_t { rdma, efa, slingshot, gpudirect_tcp, tcp };
+enum class gpu_generation : std::uint8_t { automatic, volta, ampere, hopper, blackwell };
+
+// A node network's transport, for the NCCL model. 0 (or a negative efficiency) means "the
+// kind's default" (cost/transport.hpp lists them with their sources).
+struct network_transport {
+  transport_kind kind = transport_kind::rdma;
+  double message_latency = 0.0;   // seconds a network message adds over NCCL's RDMA hop latency
+  double message_overhead = 0.0;  // seconds of CPU/proxy work per network message (serialized per NIC)
+  double efficiency = 0.0;        // fraction of the NICs' line rate a stream reaches
+  int gpu_direct = -1;            // 1 NIC <-> GPU memory directly, 0 bounce through host memory, -1 default
+  int ll128 = -1;                 // 1 NCCL's LL128 protocol runs across nodes, 0 it does not, -1 default
+  friend constexpr bool operator==(const network_transport&, const network_transport&) = default;
 };
 
 struct node_spec {
@@ -41,6 +70,14 @@ struct cluster_spec {
   std::string device;            // e.g. "V100-SXM2-16GB"
   std::vector<node_spec> nodes;
   std::string source;            // where the constants come from
+  // network / collective side (see the header comment)
+  collective_backend backend = collective_backend::mpi;
+  network_transport transport{};
+  bool nvls = false;
+  bool collnet = false;
+  gpu_generation generation = gpu_generation::automatic;
+  double latency_scale = 1.0;    // NCCL's base and per-hop latencies times this (calibration)
+  int channels = 0;              // NCCL channels per communicator (0: NCCL's rule, cost/nccl_model.hpp)
 
   [[nodiscard]] constexpr int world_size() const noexcept {
     int n = 0;
@@ -116,6 +153,14 @@ struct cluster_spec {
       if (!finite_nonneg(n.nic.latency)) throw error(f + ".nic.latency", "must be a finite non-negative number of seconds");
     }
     if (world_size() < 1) throw error("nodes", "a cluster needs at least one worker device");
+    if (!finite_nonneg(transport.message_latency)) throw error("transport.message_latency", "must be a finite non-negative number of seconds");
+    if (!finite_nonneg(transport.message_overhead)) throw error("transport.message_overhead", "must be a finite non-negative number of seconds");
+    if (!(std::isfinite(transport.efficiency) && transport.efficiency >= 0.0 && transport.efficiency <= 1.0))
+      throw error("transport.efficiency", "must be in [0, 1] (0: the transport's default)");
+    if (transport.gpu_direct < -1 || transport.gpu_direct > 1) throw error("transport.gpu_direct", "must be -1 (default), 0 or 1");
+    if (transport.ll128 < -1 || transport.ll128 > 1) throw error("transport.ll128", "must be -1 (default), 0 or 1");
+    if (!(std::isfinite(latency_scale) && latency_scale > 0.0 && latency_scale <= 1e3)) throw error("latency_scale", "must be in (0, 1000]");
+    if (channels < 0 || channels > 64) throw error("channels", "must be in [0, 64] (0: NCCL's rule)");
   }
 };
 

@@ -139,8 +139,26 @@ inline void validate(const collective& c) {
   return collective_time(f, c.op, lg, c.bytes) < collective_time(f, c.op, topology_kind::ring, c.bytes) ? lg : topology_kind::ring;
 }
 
-// The analytical time of c on f (seconds).
+// The NCCL model's pick for c on an NCCL fabric (cost/nccl_model.hpp): ring / tree / pat steer
+// NCCL to that algorithm (it still picks the protocol), nccl_default is NCCL's own selection.
+[[nodiscard]] constexpr nccl::choice nccl_choice(const fabric& f, const collective& c) noexcept {
+  const auto op = c.op == collective_op::all_reduce       ? nccl::operation::all_reduce
+                  : c.op == collective_op::reduce_scatter ? nccl::operation::reduce_scatter
+                                                          : nccl::operation::all_gather;
+  unsigned allowed = nccl::all_algorithms;
+  switch (c.algorithm) {
+    case collective_algorithm::ring: allowed = nccl::only(nccl::algorithm::ring); break;
+    case collective_algorithm::tree: allowed = nccl::only(nccl::algorithm::tree); break;
+    case collective_algorithm::pat: allowed = nccl::only(nccl::algorithm::pat); break;
+    case collective_algorithm::nccl_default: break;
+  }
+  return nccl::select(f.world, op, c.bytes, allowed);
+}
+
+// The analytical time of c on f (seconds): the NCCL model on an NCCL fabric, the alpha-beta-gamma
+// form of the costed topology on an MPI one.
 [[nodiscard]] constexpr double analytical_time(const fabric& f, const collective& c) noexcept {
+  if (f.nccl) return f.p <= 1 ? 0.0 : nccl_choice(f, c).time;
   return collective_time(f, c.op, costed_topology(f, c), c.bytes);
 }
 

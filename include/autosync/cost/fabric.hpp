@@ -43,6 +43,17 @@
 //                      \  one edge per          n1: RS(r4..r7)  (4 flows share the NICs) AG(r4..r7)
 //       n1: r7-r6-r5-r4 /  node crosses NICs
 //
+// A cluster whose backend is NCCL (cluster_spec::backend) runs each collective as one NCCL call,
+// and its time is cost/nccl_model.hpp's (algorithm x protocol, channels, pipelines, transport)
+// on the profile make_fabric precomputes:
+//   ring / tree          NCCL with that algorithm (NCCL_ALGO or the tuner plugin), NCCL's protocol
+//   halving_doubling     NCCL's own choice (NCCL has no halving-doubling; it picks by its cost)
+//   hierarchical<I, O>   NCCL on the intra communicator (g ranks, one node) + NCCL on the inter
+//                        communicators (N ranks, one per node; g of them side by side, each with
+//                        1/g of the node's NICs) + NCCL on the intra communicator, each NCCL's choice
+//   sharded              reduce-scatter + all-gather as NCCL runs them (ring, or PAT with 1 GPU/node)
+// The MPI backend (the CPU executor's own algorithms on send/recv) keeps the formulas below.
+//
 // With these choices every estimate is >= `lower_bound(fabric, n)`:
 //   max( 2(p-1)/p n intra.beta  (every rank's own link; when g > 1),
 //        2(N-1)/N n inter.beta  (every node's NICs, the node-level cut) )
@@ -51,6 +62,7 @@
 
 #include <autosync/cluster.hpp>
 #include <autosync/cost/collectives.hpp>
+#include <autosync/cost/nccl_model.hpp>
 #include <autosync/policy/topology.hpp>
 
 #include <algorithm>
@@ -83,6 +95,10 @@ struct fabric {
   double device_flops = 0.0;  // slowest device
   std::vector<server_cost> servers;  // cluster.server_nodes() order: the `server` of a sync_item
   std::vector<worker_cost> workers;  // worker nodes in cluster order
+  // NCCL backend (cluster_spec::backend): the world communicator, the intra-node one and one of
+  // the g side-by-side inter-node ones (hierarchical topologies)
+  bool nccl = false;
+  nccl::profile world{}, intra_comm{}, inter_comm{};
 
   // The link a flat collective sees with `flows` streams per node through the NICs.
   [[nodiscard]] constexpr link_cost flat(int flows) const noexcept {
@@ -146,6 +162,20 @@ struct fabric {
   }
   if (!dedicated)  // every worker node serves: server k is worker k (both in cluster order)
     for (std::size_t k = 0; k < f.servers.size(); ++k) f.servers[k].worker = static_cast<int>(k);
+  if (c.backend == collective_backend::nccl) {
+    f.nccl = true;
+    int nics = 64;
+    bool pcie = false;
+    for (const auto& n : c.nodes) {
+      if (n.server_only) continue;
+      nics = std::min(nics, n.nics);
+      pcie = pcie || (n.devices > 1 && n.intra.bandwidth < 64e9);  // below NVLink rates: a PCIe path
+    }
+    const double bi = inverse(f.intra.beta), bn = inverse(f.inter.beta);
+    f.world = nccl::make_profile(c, f.p, f.nodes, f.g, bi, bn, nics, pcie);
+    f.intra_comm = nccl::make_profile(c, f.g, 1, f.g, bi, bn, nics, pcie);
+    f.inter_comm = nccl::make_profile(c, f.nodes, f.nodes, 1, bi, bn / f.g, std::max(1, nics / f.g), pcie);
+  }
   return f;
 }
 
@@ -165,8 +195,36 @@ namespace detail {
 }
 }  // namespace detail
 
+namespace detail {
+// The NCCL algorithms a topology steers NCCL to (halving_doubling and hierarchical levels: its choice).
+[[nodiscard]] constexpr unsigned nccl_allowed(topology_kind k) noexcept {
+  switch (k) {
+    case topology_kind::ring: return nccl::only(nccl::algorithm::ring);
+    case topology_kind::tree: return nccl::only(nccl::algorithm::tree);
+    case topology_kind::halving_doubling:
+    case topology_kind::hierarchical: break;
+  }
+  return nccl::all_algorithms;
+}
+[[nodiscard]] constexpr double nccl_collective(const fabric& f, nccl::operation op, const topology_value& t, double n) noexcept {
+  if (t.kind != topology_kind::hierarchical || f.nodes <= 1 || f.g <= 1)
+    return nccl::select(f.world, op, n, nccl_allowed(t.kind == topology_kind::hierarchical ? t.inter : t.kind)).time;
+  const double share = n / f.g;
+  const double in_rs = nccl::select(f.intra_comm, nccl::operation::reduce_scatter, n, nccl_allowed(t.intra)).time;
+  const double in_ag = nccl::select(f.intra_comm, nccl::operation::all_gather, n, nccl_allowed(t.intra)).time;
+  const double out = nccl::select(f.inter_comm, op, share, nccl_allowed(t.inter)).time;
+  switch (op) {
+    case nccl::operation::reduce_scatter: return in_rs + out;
+    case nccl::operation::all_gather: return out + in_ag;
+    case nccl::operation::all_reduce: break;
+  }
+  return in_rs + out + in_ag;
+}
+}  // namespace detail
+
 [[nodiscard]] constexpr double all_reduce(const fabric& f, const topology_value& t, double n) noexcept {
   if (f.p <= 1) return 0.0;
+  if (f.nccl) return detail::nccl_collective(f, nccl::operation::all_reduce, t, n);
   if (t.kind == topology_kind::hierarchical)
     return hierarchical_all_reduce(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
   if (f.nodes <= 1) return all_reduce(t.kind, f.p, n, f.intra, f.gamma);
@@ -175,6 +233,7 @@ namespace detail {
 }
 [[nodiscard]] constexpr double reduce_scatter(const fabric& f, const topology_value& t, double n) noexcept {
   if (f.p <= 1) return 0.0;
+  if (f.nccl) return detail::nccl_collective(f, nccl::operation::reduce_scatter, t, n);
   if (t.kind == topology_kind::hierarchical)
     return hierarchical_reduce_scatter(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
   if (f.nodes <= 1) return reduce_scatter(t.kind, f.p, n, f.intra, f.gamma);
@@ -183,6 +242,7 @@ namespace detail {
 }
 [[nodiscard]] constexpr double all_gather(const fabric& f, const topology_value& t, double n) noexcept {
   if (f.p <= 1) return 0.0;
+  if (f.nccl) return detail::nccl_collective(f, nccl::operation::all_gather, t, n);
   if (t.kind == topology_kind::hierarchical) return hierarchical_all_gather(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow());
   if (f.nodes <= 1) return all_gather(t.kind, f.p, n, f.intra);
   if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 2);
@@ -198,8 +258,17 @@ namespace detail {
 }
 
 // The all-reduce lower bound on this fabric (see the header comment).
+// NCCL backend: every GPU receives (p-1)/p n from the others through its link, every node's NICs
+// carry the node-level cut 2(N-1)/N n (n with in-network reduction, CollNet) at the transport's
+// rate — below every algorithm of cost/nccl_model.hpp, hierarchical compositions included.
 [[nodiscard]] constexpr double lower_bound(const fabric& f, double n) noexcept {
   if (f.p <= 1) return 0.0;
+  if (f.nccl) {
+    const auto& w = f.world;
+    const double rank = f.g > 1 ? detail::frac(f.p) * n / w.bw_intra : 0.0;
+    const double node = f.nodes > 1 ? (w.collnet ? 1.0 : 2.0 * detail::frac(f.nodes)) * n / w.bw_net : 0.0;
+    return std::max(rank, node);
+  }
   const double rank = f.g > 1 ? all_reduce_lower_bound(f.p, n, f.intra.beta) : 0.0;
   const double node = f.nodes > 1 ? all_reduce_lower_bound(f.nodes, n, f.inter.beta) : 0.0;
   return std::max(rank, node);

@@ -13,7 +13,9 @@
 //                    tests/data/collectives/h100_1node_nvls_and_2node_ndr400_allreduce.txt)
 // Every other line (banners, device lists, shell prompts, averages) is skipped. A line that
 // starts with a number but is not a well-formed row is an error naming its line number.
-// #wrong may be "N/A" (validation off). Used by the calibration test and benchmark, and by
+// #wrong may be "N/A" (validation off). Older nccl-tests (before 2.10) print 12 columns, without
+// `root`, and an "error" column in place of #wrong; both layouts are read. Lines prefixed by
+// mpirun's --tag-output ("[1,0]<stdout>:") are read without the prefix. Used by the calibration test and benchmark, and by
 // the learner that fits NCCL-style constants.
 #pragma once
 
@@ -94,7 +96,12 @@ template <class T>
     const std::string_view line = nl == std::string_view::npos ? text : text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++lineno;
-    const auto t = detail::trim(line);
+    auto t = detail::trim(line);
+    if (t.size() > 1 && t.front() == '[') {  // mpirun --tag-output: "[job,rank]<stdout>:"
+      const auto tag = t.find("]<std");
+      const auto colon = tag == std::string_view::npos ? tag : t.find(':', tag);
+      if (colon != std::string_view::npos) t = detail::trim(t.substr(colon + 1));
+    }
     if (t.empty()) continue;
     if (t.front() == '#') {
       const auto body = detail::trim(t.substr(1));
@@ -109,15 +116,17 @@ template <class T>
     if (!(t.front() >= '0' && t.front() <= '9')) continue;  // banners, prompts
     const auto f = detail::split_ws(t);
     const std::string where = "line " + std::to_string(lineno);
-    if (f.size() != 13) throw error(where, "expected 13 columns of nccl-tests output, got " + std::to_string(f.size()));
+    if (f.size() != 13 && f.size() != 12)
+      throw error(where, "expected 13 columns of nccl-tests output (12 without root), got " + std::to_string(f.size()));
+    const std::size_t o = f.size() == 13 ? 1 : 0;  // the root column
     row r;
     if (!detail::parse_num(f[0], r.bytes) || r.bytes < 0) throw error(where, "size is not a byte count: '" + std::string(f[0]) + "'");
     if (!detail::parse_num(f[1], r.count) || r.count < 0) throw error(where, "count is not an element count: '" + std::string(f[1]) + "'");
     r.type = std::string(f[2]);
     r.redop = std::string(f[3]);
-    if (!detail::parse_num(f[4], r.root)) throw error(where, "root is not an integer: '" + std::string(f[4]) + "'");
+    if (o == 1 && !detail::parse_num(f[4], r.root)) throw error(where, "root is not an integer: '" + std::string(f[4]) + "'");
     double* outs[6] = {&r.time_us, &r.algbw, &r.busbw, &r.in_place_time_us, &r.in_place_algbw, &r.in_place_busbw};
-    const std::size_t cols[6] = {5, 6, 7, 9, 10, 11};
+    const std::size_t cols[6] = {4 + o, 5 + o, 6 + o, 8 + o, 9 + o, 10 + o};
     for (int k = 0; k < 6; ++k)
       if (!detail::parse_num(f[cols[k]], *outs[k]) || *outs[k] < 0.0)
         throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a non-negative number: '" + std::string(f[cols[k]]) + "'");

@@ -22,11 +22,18 @@
 //   * reduce_bandwidth = memory bandwidth / 3: summing n bytes reads 2n and writes n.
 //     On a server_only node it is the whole node's CPU summation rate (it has no devices).
 //
+// Network side: the GPU presets run their collectives through NCCL (cluster_spec::backend nccl,
+// costed by cost/nccl_model.hpp) over the transport their network is: InfiniBand RDMA for the DGX
+// systems (dgx-h100 also has NVLink SHARP, nvls), NCCL's TCP sockets for the Ethernet clusters
+// (AWS ENA before EFA, 10/40 GbE); local-<N> is the MPI executor on CPU ranks (backend mpi, the
+// alpha-beta-gamma formulas). cost/transport.hpp has each transport's sourced defaults.
+//
 // `make_cluster(name)` accepts every name of `cluster_names()` and the parametric forms
 // dgx-a100-x<N>, dgx-h100-x<N> (N in [1, 512]) and local-<N> (N in [1, 256]).
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/cost/transport.hpp>
 #include <autosync/error.hpp>
 
 #include <charconv>
@@ -179,6 +186,14 @@ inline cluster_spec uniform(std::string name, std::string device, std::string so
   return c;
 }
 
+// The network side of a preset: NCCL over `kind`, NVLink SHARP where the hardware has it.
+inline cluster_spec nccl_over(cluster_spec c, transport_kind kind, bool nvls = false) {
+  c.backend = collective_backend::nccl;
+  c.transport.kind = kind;
+  c.nvls = nvls;
+  return c;
+}
+
 inline constexpr int max_dgx_nodes = 512;
 inline constexpr int max_local_ranks = 256;
 
@@ -190,16 +205,20 @@ inline constexpr int max_local_ranks = 256;
 // which TITAN X; the Pascal card (2016) is assumed, the current one when the work was done.
 // A single-device node has no device-to-device link; `intra` is its PCIe link to the host.
 [[nodiscard]] inline cluster_spec autosync_a() {
-  return detail::uniform("autosync-a", "TITAN X (Pascal)", "AutoSync (NeurIPS 2020) cluster A; NVIDIA spec sheets", 11,
-                         detail::worker("", 1, {hw::pcie3_host, hw::pcie_latency}, {hw::gbe40, hw::tcp_latency}, 1,
-                                        hw::titan_x_pascal_flops, hw::titan_x_pascal_reduce));
+  return detail::nccl_over(
+      detail::uniform("autosync-a", "TITAN X (Pascal)", "AutoSync (NeurIPS 2020) cluster A; NVIDIA spec sheets", 11,
+                      detail::worker("", 1, {hw::pcie3_host, hw::pcie_latency}, {hw::gbe40, hw::tcp_latency}, 1,
+                                     hw::titan_x_pascal_flops, hw::titan_x_pascal_reduce)),
+      transport_kind::tcp);
 }
 
 // AutoSync cluster B: 4 x AWS g4dn.12xlarge (4 x T4 on PCIe each, 50 Gb/s).
 [[nodiscard]] inline cluster_spec autosync_b() {
-  return detail::uniform("autosync-b", "T4", "AutoSync (NeurIPS 2020) cluster B; AWS g4dn.12xlarge and T4 spec sheets", 4,
-                         detail::worker("", 4, {hw::pcie3_p2p, hw::pcie_latency}, {hw::gbe50, hw::aws_ena_latency}, 1,
-                                        hw::t4_flops, hw::t4_reduce));
+  return detail::nccl_over(
+      detail::uniform("autosync-b", "T4", "AutoSync (NeurIPS 2020) cluster B; AWS g4dn.12xlarge and T4 spec sheets", 4,
+                      detail::worker("", 4, {hw::pcie3_p2p, hw::pcie_latency}, {hw::gbe50, hw::aws_ena_latency}, 1, hw::t4_flops,
+                                     hw::t4_reduce)),
+      transport_kind::tcp);
 }
 
 // Cluster B plus two dedicated CPU parameter servers (AWS c5n.9xlarge: 50 Gb/s, the same rate
@@ -224,9 +243,11 @@ inline constexpr int max_local_ranks = 256;
 
 // 4 x AWS p3.16xlarge: 8 x V100-SXM2-16GB on NVLink2 each, "up to 25 Gigabit" networking.
 [[nodiscard]] inline cluster_spec p3_16xlarge_x4() {
-  return detail::uniform("p3.16xlarge-x4", "V100-SXM2-16GB", "AWS p3.16xlarge and V100 spec sheets; Megatron-LM 2019", 4,
-                         detail::worker("", 8, {hw::v100_nvlink, hw::nvlink_latency}, {hw::gbe25, hw::aws_ena_latency}, 1,
-                                        hw::v100_flops, hw::v100_reduce));
+  return detail::nccl_over(
+      detail::uniform("p3.16xlarge-x4", "V100-SXM2-16GB", "AWS p3.16xlarge and V100 spec sheets; Megatron-LM 2019", 4,
+                      detail::worker("", 8, {hw::v100_nvlink, hw::nvlink_latency}, {hw::gbe25, hw::aws_ena_latency}, 1,
+                                     hw::v100_flops, hw::v100_reduce)),
+      transport_kind::tcp);
 }
 
 // N x DGX A100: 8 x A100-SXM4-40GB on NVSwitch, 8 x ConnectX-6 HDR 200 Gb/s compute NICs
@@ -234,27 +255,31 @@ inline constexpr int max_local_ranks = 256;
 [[nodiscard]] inline cluster_spec dgx_a100(int nodes) {
   if (nodes < 1 || nodes > detail::max_dgx_nodes)
     throw error("cluster", "dgx-a100-x<N> needs N in [1, " + std::to_string(detail::max_dgx_nodes) + "], got " + std::to_string(nodes));
-  return detail::uniform("dgx-a100-x" + std::to_string(nodes), "A100-SXM4-40GB",
-                         "DGX A100 spec; nccl-tests a100_1node_8gpu_allreduce; Megatron-LM 2021", nodes,
-                         detail::worker("", 8, {hw::a100_nvswitch, hw::nvlink_latency}, {hw::ib_hdr200, hw::rdma_latency}, 8,
-                                        hw::a100_flops, hw::a100_reduce));
+  return detail::nccl_over(detail::uniform("dgx-a100-x" + std::to_string(nodes), "A100-SXM4-40GB",
+                                           "DGX A100 spec; nccl-tests a100_1node_8gpu_allreduce; Megatron-LM 2021", nodes,
+                                           detail::worker("", 8, {hw::a100_nvswitch, hw::nvlink_latency},
+                                                          {hw::ib_hdr200, hw::rdma_latency}, 8, hw::a100_flops, hw::a100_reduce)),
+                           transport_kind::rdma);
 }
 
 // N x DGX H100: 8 x H100-SXM5-80GB on NVSwitch, 8 x ConnectX-7 NDR 400 Gb/s compute NICs.
 [[nodiscard]] inline cluster_spec dgx_h100(int nodes) {
   if (nodes < 1 || nodes > detail::max_dgx_nodes)
     throw error("cluster", "dgx-h100-x<N> needs N in [1, " + std::to_string(detail::max_dgx_nodes) + "], got " + std::to_string(nodes));
-  return detail::uniform("dgx-h100-x" + std::to_string(nodes), "H100-SXM5-80GB",
-                         "DGX H100 spec; nccl-tests issue 290 (NDR 400 Gb/s, NVLink)", nodes,
-                         detail::worker("", 8, {hw::h100_nvswitch, hw::nvlink_latency}, {hw::ib_ndr400, hw::rdma_latency}, 8,
-                                        hw::h100_flops, hw::h100_reduce));
+  return detail::nccl_over(detail::uniform("dgx-h100-x" + std::to_string(nodes), "H100-SXM5-80GB",
+                                           "DGX H100 spec; nccl-tests issue 290 (NDR 400 Gb/s, NVLink)", nodes,
+                                           detail::worker("", 8, {hw::h100_nvswitch, hw::nvlink_latency},
+                                                          {hw::ib_ndr400, hw::rdma_latency}, 8, hw::h100_flops, hw::h100_reduce)),
+                           transport_kind::rdma, true);
 }
 
 // 8 commodity nodes x 4 GeForce RTX 3090 (PCIe, no P2P) on one 10 GbE port each.
 [[nodiscard]] inline cluster_spec commodity_10gbe_x8() {
-  return detail::uniform("commodity-10gbe-x8", "RTX 3090", "GA102 whitepaper and RTX 3090 spec; 10 GbE line rate", 8,
-                         detail::worker("", 4, {hw::pcie4_bounce, hw::pcie_latency}, {hw::gbe10, hw::tcp_latency}, 1,
-                                        hw::rtx3090_flops, hw::rtx3090_reduce));
+  return detail::nccl_over(
+      detail::uniform("commodity-10gbe-x8", "RTX 3090", "GA102 whitepaper and RTX 3090 spec; 10 GbE line rate", 8,
+                      detail::worker("", 4, {hw::pcie4_bounce, hw::pcie_latency}, {hw::gbe10, hw::tcp_latency}, 1,
+                                     hw::rtx3090_flops, hw::rtx3090_reduce)),
+      transport_kind::tcp);
 }
 
 // N MPI ranks on this host (what the MPI tests and examples run on): one node, N CPU "devices",
