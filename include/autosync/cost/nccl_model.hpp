@@ -13,7 +13,8 @@
 //              link carries n per direction, a node's NICs n (2 nodes) or 2n (more: an inner node
 //              of one tree, a leaf of the other)
 //   collnet    SHARP in the InfiniBand switches (clusters with `collnet`): n per direction per NIC
-//   nvls       NVLink SHARP on one node (clusters with `nvls`, Hopper+): n per GPU link
+//   nvls       NVLink SHARP on one node (clusters with `nvls`, Hopper+): (1 + 1/g) n per GPU link,
+//              at NCCL's NVLS efficiency
 //   nvls_tree  NVLS inside the nodes, a tree across them
 //   pat        reduce-scatter / all-gather with one GPU per node (log-depth)
 //   LL         8 data bytes per 16-byte line (flag + data): half the link; 32 KiB per step
@@ -25,7 +26,8 @@
 //   channels   NCCL shrinks the channel count while n < channels x threads x threshold
 //              (enqueue.cc topoGetAlgoInfo; threads 512 LL / 640 LL128 / 512 Simple, thresholds
 //              8 x p for ring LL, 8 LL128, 64 Simple): small messages run on few channels
-//   bandwidth  min(channels x per-channel rate, links x protocol efficiency): a channel gets its
+//   bandwidth  min(channels x per-channel rate, links x protocol efficiency), the links at the rate
+//              NCCL's topology gives them (NVLink ~80 %, PCIe 75 % of the data sheet): a channel gets its
 //              share of the bottleneck link when all run, capped by NCCL's per-channel maxima
 //              (LL128 20 / 36.7 / 40 GB/s Volta-Ampere / Hopper / Blackwell; tree; LL totals)
 //   network    every step that crosses a node is one network message per channel of
@@ -96,6 +98,11 @@ inline constexpr double efficiency[protocol_count] = {0.5, 120.0 / 128.0, 1.0};
 // NCCL's per-channel link rate of its topology search (GB/s): NVLink SM80 20, SM90 20.6,
 // PCIe Gen3 x16 12 (the reference tables in the tuner ABI notes) -> the default channel count.
 inline constexpr double nvlink_per_channel_gbs = 20.0;
+// What NCCL's topology takes one link to carry over its data-sheet rate (src/graph/topo.h: NVLink
+// SM70/SM80 20.0 GB/s, SM90 20.6, SM100 40.1 per link against 25 / 25 / 50 GB/s per direction on
+// the data sheets; PCI_BW 12 GB/s against 16 for Gen3 x16): the rate a long Simple stream reaches.
+inline constexpr double nvlink_efficiency[4] = {20.0 / 25.0, 20.0 / 25.0, 20.6 / 25.0, 40.1 / 50.0};
+inline constexpr double pcie_efficiency = 12.0 / 16.0;
 }  // namespace table
 
 // --- a cluster boiled down for NCCL ------------------------------------------------------------------
@@ -141,7 +148,7 @@ inline constexpr double infinite_bw = 1e300;
   if (f.gen < 0) f.gen = 1;
   f.intra_link = pcie_intra ? 1 : 0;
   const auto t = resolve(c.transport);
-  f.bw_intra = bw_intra;
+  f.bw_intra = bw_intra * (pcie_intra ? table::pcie_efficiency : table::nvlink_efficiency[f.gen]);
   f.bw_net = bw_net * t.efficiency;
   f.nics = std::max(1, nics);
   f.msg_latency = t.message_latency;
@@ -237,8 +244,10 @@ struct load {
     case algorithm::tree: return {f.g > 1 ? 1.0 : 0.0, multi ? (f.nodes <= 2 ? 1.0 : 2.0) : 0.0};
     case algorithm::collnet_direct:
     case algorithm::collnet_chain: return {f.g > 1 ? 1.0 : 0.0, 1.0};
-    case algorithm::nvls: return {1.0, 0.0};
-    case algorithm::nvls_tree: return {1.0, multi ? (f.nodes <= 2 ? 1.0 : 2.0) : 0.0};
+    // NVLS: a GPU's link carries its whole vector to the switch's reductions plus its reduced
+    // 1/g for the multicast, each way: (1 + 1/g) n
+    case algorithm::nvls: return {1.0 + 1.0 / f.g, 0.0};
+    case algorithm::nvls_tree: return {1.0 + 1.0 / f.g, multi ? (f.nodes <= 2 ? 1.0 : 2.0) : 0.0};
     case algorithm::pat: return {0.0, multi ? fr : 0.0};
   }
   return {};
@@ -261,7 +270,7 @@ struct load {
   const double eff = table::efficiency[Q];
   // algorithm bandwidth: the links (x protocol efficiency) and the channels' own rate
   double alg = link_limit(f, l) * eff;
-  if (a == algorithm::nvls || a == algorithm::nvls_tree) alg = std::min(alg, f.bw_intra * table::nvls_efficiency[f.gen]);
+  if (a == algorithm::nvls || a == algorithm::nvls_tree) alg *= table::nvls_efficiency[f.gen];
   const double full = link_limit(f, l);  // one channel's share of it when all run
   double per_channel = full / f.channels * eff;
   if (q == protocol::ll128)

@@ -15,6 +15,12 @@
 //                 "nic": {"bandwidth": "25Gb/s", "latency": "20us"},
 //                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11}]}
 //              "count": N replicates the entry N times, names suffixed -0 .. -(N-1).
+//              Optional network side (cluster.hpp, cost/transport.hpp; absent: backend "mpi"):
+//              "backend": "mpi" | "nccl", "transport": {"kind": "rdma" | "efa" | "slingshot" |
+//              "gpudirect_tcp" | "tcp", "message_latency": "40us", "message_overhead": "10us",
+//              "efficiency": 0.9, "gpu_direct": true, "ll128": false} (absent fields: the kind's
+//              defaults), "nvls": bool, "collnet": bool, "gpu_generation": "hopper",
+//              "latency_scale": 1.0, "channels": 0 (calibration writes the last two).
 //              Bandwidths: bytes/s as a number, or a string with a unit: B/s KB/s MB/s GB/s TB/s,
 //              KiB/s MiB/s GiB/s TiB/s (bytes), b/s Kb/s Mb/s Gb/s Tb/s (bits), also written
 //              Bps/GBps (bytes) and bps/Gbps (bits). Latencies: seconds, or "2ms", "5us", "100ns", "1s".
@@ -62,6 +68,7 @@
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/cost/transport.hpp>
 #include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -730,9 +737,27 @@ inline constexpr std::int64_t max_nodes = 65536;
 
 [[nodiscard]] inline cluster_spec read_cluster(const json& j) {
   expect_object(j, "", "a cluster");
-  check_keys(j, "", {"name", "device", "source", "nodes"});
+  check_keys(j, "", {"name", "device", "source", "nodes", "backend", "transport", "nvls", "collnet", "gpu_generation", "latency_scale",
+                     "channels"});
   cluster_spec c;
   if (const json* v = find(j, "name")) c.name = read_string(*v, "name");
+  if (const json* v = find(j, "backend")) c.backend = read_enum<collective_backend>(*v, "backend", "backend");
+  if (const json* t = find(j, "transport")) {
+    expect_object(*t, "transport", "a transport");
+    check_keys(*t, "transport", {"kind", "message_latency", "message_overhead", "efficiency", "gpu_direct", "ll128"});
+    if (const json* v = find(*t, "kind")) c.transport.kind = read_enum<transport_kind>(*v, "transport.kind", "transport");
+    if (const json* v = find(*t, "message_latency")) c.transport.message_latency = read_quantity(*v, "transport.message_latency", quantity::time);
+    if (const json* v = find(*t, "message_overhead"))
+      c.transport.message_overhead = read_quantity(*v, "transport.message_overhead", quantity::time);
+    if (const json* v = find(*t, "efficiency")) c.transport.efficiency = read_double(*v, "transport.efficiency");
+    if (const json* v = find(*t, "gpu_direct")) c.transport.gpu_direct = read_bool(*v, "transport.gpu_direct") ? 1 : 0;
+    if (const json* v = find(*t, "ll128")) c.transport.ll128 = read_bool(*v, "transport.ll128") ? 1 : 0;
+  }
+  if (const json* v = find(j, "nvls")) c.nvls = read_bool(*v, "nvls");
+  if (const json* v = find(j, "collnet")) c.collnet = read_bool(*v, "collnet");
+  if (const json* v = find(j, "gpu_generation")) c.generation = read_enum<gpu_generation>(*v, "gpu_generation", "GPU generation");
+  if (const json* v = find(j, "latency_scale")) c.latency_scale = read_double(*v, "latency_scale");
+  if (const json* v = find(j, "channels")) c.channels = read_int32(*v, "channels");
   if (const json* v = find(j, "device")) c.device = read_string(*v, "device");
   if (const json* v = find(j, "source")) c.source = read_string(*v, "source");
   const json& ns = require(j, "", "nodes");
@@ -1012,6 +1037,22 @@ inline constexpr std::int64_t max_nodes = 65536;
     i += run;
   }
   j["nodes"] = std::move(ns);
+  if (c.backend != collective_backend::mpi) {
+    j["backend"] = std::string(name_of(c.backend));
+    ojson t;
+    t["kind"] = std::string(name_of(c.transport.kind));
+    if (c.transport.message_latency > 0.0) t["message_latency"] = c.transport.message_latency;
+    if (c.transport.message_overhead > 0.0) t["message_overhead"] = c.transport.message_overhead;
+    if (c.transport.efficiency > 0.0) t["efficiency"] = c.transport.efficiency;
+    if (c.transport.gpu_direct >= 0) t["gpu_direct"] = c.transport.gpu_direct == 1;
+    if (c.transport.ll128 >= 0) t["ll128"] = c.transport.ll128 == 1;
+    j["transport"] = std::move(t);
+    if (c.nvls) j["nvls"] = true;
+    if (c.collnet) j["collnet"] = true;
+    if (c.generation != gpu_generation::automatic) j["gpu_generation"] = std::string(name_of(c.generation));
+    if (c.latency_scale != 1.0) j["latency_scale"] = c.latency_scale;
+    if (c.channels != 0) j["channels"] = c.channels;
+  }
   return j;
 }
 
