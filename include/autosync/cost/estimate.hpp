@@ -27,6 +27,7 @@
 //    size of the fusion buffer); a bucket closes when the next item would push it past its
 //    cap; an item larger than the cap travels alone; cap 0 = one item per bucket. A bucket is
 //    ready when its last item is. Buckets are numbered in ready order (ties: creation order).
+//    (strategy/fusion.hpp: the rule, and fuse_buckets(), which the plan compiler uses.)
 // 4. Cost of a bucket of S wire bytes (cost/fabric.hpp maps the topology onto the cluster):
 //      all_reduce        all_reduce(fabric, topology, S)
 //      sharded           reduce_scatter(S) then all_gather(S) as two events on lane 0. ZeRO

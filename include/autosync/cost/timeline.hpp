@@ -115,7 +115,7 @@ struct workspace {
   struct group_info {
     architecture_kind arch{};
     topology_value topology{};
-    std::uint64_t cap = 0, first_cap = 0;
+    fusion_value fusion{};
     bool priority = false, local = false;
     double comp_flops_per_element = 0.0, comp_wire_per_element = 0.0;
   };

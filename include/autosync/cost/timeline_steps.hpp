@@ -19,6 +19,7 @@
 #include <autosync/cost/timeline.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/fusion.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -49,8 +50,7 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
     auto& gi_ = ws.groups[gi];
     gi_.arch = g.architecture;
     gi_.topology = g.topology;
-    gi_.cap = g.fusion.cap_bytes;
-    gi_.first_cap = g.fusion.first_cap_bytes;
+    gi_.fusion = g.fusion;
     gi_.priority = g.schedule == schedule_kind::priority;
     gi_.local = g.replication == replication_kind::local;
     const auto c = find_compression(g.compression);
@@ -146,8 +146,9 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   ob.first = false;
 }
 
-// Step 3: the items in ready order, packed per group into buckets by the fusion rule; every
-// closed bucket becomes its jobs (step 4).
+// Step 3: the items in ready order, packed per group into buckets by the fusion rule
+// (strategy/fusion.hpp, fusion_closes; fuse_buckets() gives the same buckets); every closed
+// bucket becomes its jobs (step 4).
 constexpr void fuse_items(const model_spec& m, const context& x, const strategy_desc& s, workspace& ws, tally& tl) {
   const auto T = static_cast<std::uint32_t>(m.tensors.size());
   for (std::uint32_t pos = 0; pos < T; ++pos) {
@@ -157,11 +158,7 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       const auto gi = it.group;
       const auto& g = ws.groups[gi];
       const auto ib = static_cast<std::uint64_t>(it.bytes);
-      {
-        const auto& ob = ws.open[gi];
-        const std::uint64_t cap = ob.first ? g.first_cap : g.cap;
-        if (ob.n > 0 && (g.cap == 0 || ib > cap || ob.bytes + ib > cap)) close_bucket(x, ws, gi, tl);
-      }
+      if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) close_bucket(x, ws, gi, tl);
       auto& o = ws.open[gi];
       if (o.n == 0) {
         o.head = i;
