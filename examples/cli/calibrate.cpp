@@ -1,9 +1,27 @@
 // `autosync calibrate` (under mpirun): exec::calibrate on the MPI ranks, then rank 0 prints the
 // measurements next to the fit and the local-<N> preset, and writes the cluster JSON that
 // `optimize` and `run` take with --cluster.
+//
+// `autosync calibrate --nccl-tests LOG --nodes N --devices-per-node G [--sizes B1,B2,...]`: a GPU
+// machine from an nccl-tests log the user already has (no MPI, no GPU needed). The data-sheet
+// cluster (--cluster, default dgx-h100-x1: its first node, replicated to N nodes of G devices;
+// --transport sets the network's kind) is fitted to the log's rows (cost/nccl_calibrate.hpp):
+// to the rows of --sizes, or to --points of them spread over the log's range (default 4). Prints
+// every row measured / predicted and writes the calibrated cluster (backend nccl).
 #include "cli.hpp"
 
+#include <autosync/cost/nccl_calibrate.hpp>
+#include <autosync/cost/nccl_tests_log.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -31,7 +49,118 @@ struct calibrate_opts {
   std::string out;
   std::uint64_t max_bytes = std::uint64_t{16} << 20;
   double budget_s = 1.5;
+  // from an nccl-tests log
+  std::string nccl_tests;
+  int nodes = 0, devices_per_node = 0;
+  std::vector<std::string> sizes;
+  int points = 4;
+  std::string cluster = "dgx-h100-x1";
+  std::string transport;
+  std::string op = "all_reduce";
+  std::string algorithm = "nccl_default";
+  std::string section;
 };
+
+int run_calibrate_log(const calibrate_opts& co) {
+  if (co.out.empty()) throw error("--out", "needs a file name for the cluster JSON");
+  if (co.nodes < 1 || co.nodes > 65536) throw error("--nodes", "must be in [1, 65536]");
+  if (co.devices_per_node < 1 || co.devices_per_node > 1024) throw error("--devices-per-node", "must be in [1, 1024]");
+  if (co.nodes * co.devices_per_node < 2) throw error("--nodes", "a collective needs at least 2 ranks (nodes x devices-per-node)");
+  if (co.points < 1 || co.points > 64) throw error("--points", "must be in [1, 64]");
+  cost::calibration_target t;
+  if (!parse_enum(co.op, t.op)) throw error("--op", "unknown operation '" + co.op + "' (valid: " + std::string(valid_names_list<cost::collective_op>()) + ")");
+  if (!parse_enum(co.algorithm, t.algorithm))
+    throw error("--algorithm", "unknown algorithm '" + co.algorithm + "' (valid: " + std::string(valid_names_list<cost::collective_algorithm>()) + ")");
+  // the data-sheet machine: the base cluster's first worker node, N x G
+  const cluster_spec base = load_cluster(co.cluster);
+  const node_spec* proto = nullptr;
+  for (const auto& n : base.nodes)
+    if (!n.server_only) {
+      proto = &n;
+      break;
+    }
+  if (!proto) throw error("--cluster", "'" + co.cluster + "' has no worker node to take the data sheet from");
+  cluster_spec c = base;
+  c.backend = collective_backend::nccl;
+  c.nodes.clear();
+  for (int i = 0; i < co.nodes; ++i) {
+    node_spec n = *proto;
+    n.name = "n-" + std::to_string(i);
+    n.devices = co.devices_per_node;
+    c.nodes.push_back(n);
+  }
+  if (!co.transport.empty() && !parse_enum(co.transport, c.transport.kind))
+    throw error("--transport", "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ")");
+  c.name = std::to_string(co.nodes) + "x" + std::to_string(co.devices_per_node) + " " + base.device + " (calibrated)";
+  // the log's rows
+  const auto log = cost::nccl_tests::load(co.nccl_tests);
+  const cost::nccl_tests::section* sec = nullptr;
+  for (const auto& s : log.sections)
+    if (co.section.empty() ? !s.rows.empty() : s.title.starts_with(co.section)) {
+      sec = &s;
+      break;
+    }
+  if (!sec || sec->rows.empty())
+    throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows" + (co.section.empty() ? std::string() : " in section '" + co.section + "'"));
+  std::vector<cost::calibration_point> all;
+  for (const auto& r : sec->rows)
+    if (r.bytes > 0) all.push_back({static_cast<double>(r.bytes), r.seconds()});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  if (all.empty()) throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows with a positive size");
+  std::vector<cost::calibration_point> fit;
+  for (std::size_t i = 0; i < co.sizes.size(); ++i) {
+    const std::string f = "--sizes[" + std::to_string(i) + "]";
+    std::size_t used = 0;
+    double b = -1;
+    try {
+      b = std::stod(co.sizes[i], &used);
+    } catch (const std::exception&) {
+      throw error(f, "not a byte count: '" + co.sizes[i] + "'");
+    }
+    if (used != co.sizes[i].size() || !(b > 0.0)) throw error(f, "must be a positive byte count, got '" + co.sizes[i] + "'");
+    const auto it = std::find_if(all.begin(), all.end(), [b](const auto& p) { return p.bytes == b; });
+    if (it == all.end()) throw error(f, "the log has no row of " + co.sizes[i] + " bytes");
+    fit.push_back(*it);
+  }
+  if (fit.empty())
+    for (auto i : cost::pick_sizes(all.size(), static_cast<std::size_t>(co.points))) fit.push_back(all[i]);
+  {  // fail now, not after the fit
+    std::ofstream f(co.out, std::ios::app);
+    if (!f) throw error("--out", "cannot open '" + co.out + "' to write");
+  }
+  const auto sheet = cost::make_fabric(c);
+  const auto r = cost::calibrate(c, fit, t);
+  const auto fitted = cost::make_fabric(r.cluster);
+  std::cout << "autosync calibrate: " << co.nccl_tests << " (" << all.size() << " rows; fitted to " << fit.size() << "), "
+            << co.nodes << " x " << co.devices_per_node << " " << base.device << ", " << name_of(c.transport.kind) << "\n";
+  std::cout << "         bytes   measured_us  data_sheet_us  calibrated_us  rel_err\n";
+  std::vector<double> e0, e1;
+  char line[200];
+  for (const auto& p : all) {
+    const double a = cost::predict(sheet, t, p.bytes), b = cost::predict(fitted, t, p.bytes);
+    e0.push_back(std::abs(a - p.seconds) / p.seconds);
+    e1.push_back(std::abs(b - p.seconds) / p.seconds);
+    const bool used = std::any_of(fit.begin(), fit.end(), [&](const auto& q) { return q.bytes == p.bytes; });
+    std::snprintf(line, sizeof line, "  %12.0f %12.1f %14.1f %14.1f %8.3f%s\n", p.bytes, p.seconds * 1e6, a * 1e6, b * 1e6, e1.back(),
+                  used ? "  (fitted)" : "");
+    std::cout << line;
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  std::snprintf(line, sizeof line,
+                "  fitted %d constant(s): bandwidth x %.3f, latency x %.3f, message overhead x %.3f (%.2f us)\n"
+                "  median relative error over all rows: data sheet %.3f, calibrated %.3f\n",
+                r.fitted, r.bandwidth_scale, r.latency_scale, r.overhead_scale, r.cluster.transport.message_overhead * 1e6, med(e0), med(e1));
+  std::cout << line;
+  cluster_spec out = r.cluster;
+  out.source = "calibrated by autosync from " + std::filesystem::path(co.nccl_tests).filename().string() + " (" + std::to_string(fit.size()) +
+               " sizes); data sheet: " + base.name;
+  io::save_cluster_file(co.out, out);
+  std::cout << "wrote cluster '" << out.name << "' to " << co.out << " (use: --cluster " << co.out << ")\n";
+  return 0;
+}
 
 #ifdef AUTOSYNC_HAS_MPI
 
@@ -107,11 +236,23 @@ int run_calibrate(const calibrate_opts&, program&) {
 
 subcommand add_calibrate(CLI::App& app) {
   auto co = std::make_shared<calibrate_opts>();
-  auto* sub = app.add_subcommand("calibrate", "measure this host's MPI transport (under mpirun) and write a cluster JSON");
+  auto* sub = app.add_subcommand("calibrate", "measure this host's MPI transport (under mpirun), or fit a GPU machine to an nccl-tests log "
+                                               "(--nccl-tests), and write a cluster JSON");
   sub->add_option("--out", co->out, "cluster JSON file to write")->required();
+  sub->add_option("--nccl-tests", co->nccl_tests, "fit to this nccl-tests log (all_reduce_perf etc. output) instead of measuring");
+  sub->add_option("--nodes", co->nodes, "with --nccl-tests: nodes the log ran on");
+  sub->add_option("--devices-per-node", co->devices_per_node, "with --nccl-tests: GPUs (ranks) per node");
+  sub->add_option("--sizes", co->sizes, "with --nccl-tests: fit to these rows only (bytes, comma separated)")->delimiter(',');
+  sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")->capture_default_str();
+  sub->add_option("--cluster", co->cluster, "with --nccl-tests: data-sheet cluster (preset or JSON) whose first node is the machine's")
+      ->capture_default_str();
+  sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp (default: the cluster's)");
+  sub->add_option("--op", co->op, "with --nccl-tests: the log's operation")->capture_default_str();
+  sub->add_option("--algorithm", co->algorithm, "with --nccl-tests: how NCCL ran it (nccl_default, ring, tree, pat)")->capture_default_str();
+  sub->add_option("--section", co->section, "with --nccl-tests: the log section whose title starts with this (default: the first)");
   sub->add_option("--max-bytes", co->max_bytes, "largest ring all-reduce measured (sizes 4 KiB x4 up to this)")->capture_default_str();
   sub->add_option("--budget-s", co->budget_s, "seconds of repetitions per size")->capture_default_str();
-  return {sub, [co](program& prog) { return run_calibrate(*co, prog); }};
+  return {sub, [co](program& prog) { return co->nccl_tests.empty() ? run_calibrate(*co, prog) : run_calibrate_log(*co); }};
 }
 
 }  // namespace autosync_cli

@@ -49,6 +49,7 @@ subcommand add_clusters(CLI::App& app);
 subcommand add_explain(CLI::App& app);
 subcommand add_run(CLI::App& app);
 subcommand add_calibrate(CLI::App& app);
+subcommand add_collective(CLI::App& app);
 subcommand add_learn(CLI::App& app);
 subcommand add_tune(CLI::App& app);
 subcommand add_sample(CLI::App& app);

@@ -8,6 +8,8 @@
 //   autosync models | clusters
 //   autosync explain strategy.json [--model NAME|FILE] [--cluster NAME|FILE] [--timeline t.svg]
 //   mpirun -np N autosync calibrate --out cluster.json [--max-bytes B] [--budget-s S]
+//   autosync calibrate --nccl-tests LOG --nodes N --devices-per-node G [--sizes B1,...] --out cluster.json
+//   autosync collective --cluster NAME|FILE [--op all_reduce] --bytes B1,B2,... [--json]
 //   mpirun -np N autosync run --strategy s.json [--model NAME|FILE] [--scale X] [--cluster NAME|FILE]
 //                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
 //                     [--records trials.jsonl] [--seed N]
@@ -32,7 +34,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   const subcommand optimize = add_optimize(app);
   const subcommand all[] = {optimize,       add_models(app), add_clusters(app), add_explain(app), add_run(app),
-                            add_calibrate(app), add_learn(app), add_tune(app),  add_sample(app)};
+                            add_calibrate(app), add_collective(app), add_learn(app), add_tune(app), add_sample(app)};
 
   // `autosync --model x ...` means `autosync optimize --model x ...`
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,5 +1,5 @@
 // The NCCL collective model (cost/nccl_model.hpp) against every nccl-tests log of
-// tests/data/collectives/cases.json, and low-shot calibration (cost/nccl_calibrate.hpp) judged
+// tests/data/collectives/nccl_cases.json, and low-shot calibration (cost/nccl_calibrate.hpp) judged
 // leave-one-machine-out: the median relative error over all of a log's sizes of
 //   alpha-beta   the alpha-beta-gamma forms (the cluster as an MPI-backend one; the old model)
 //   sheet        the NCCL model with data-sheet constants, nothing fitted
@@ -22,7 +22,7 @@
 
 int main(int argc, char** argv) try {
   using namespace autosync;
-  const std::string path = argc > 1 ? argv[1] : lowshot::data_dir() + "cases.json";
+  const std::string path = argc > 1 ? argv[1] : lowshot::data_dir() + "nccl_cases.json";
   const auto m = learn::load_collective_cases(path);
   std::printf("# median relative error over all sizes of each log; k = measured sizes the machine was fitted from\n");
   std::printf("%-40s %5s %10s %7s %7s", "case", "rows", "alpha-beta", "sheet", "ring");

@@ -1,4 +1,4 @@
-// Low-shot calibration judged per machine: for every case of tests/data/collectives/cases.json,
+// Low-shot calibration judged per machine: for every case of tests/data/collectives/nccl_cases.json,
 // fit the machine's constants (cost/nccl_calibrate.hpp) from k of its own measured sizes (spread
 // over the log's range, cost::pick_sizes) and predict all of its sizes. Nothing is fitted on any
 // other machine (the constants start from data sheets), so each figure is leave-one-machine-out.
