@@ -8,19 +8,21 @@
 using namespace autosync;
 
 namespace {
-// The documented bound: k = 4 measured sizes, median relative error <= 0.15 on every log.
+// The documented bound: k = 3 or 4 measured sizes, median relative error <= 0.15 on every log.
 constexpr std::size_t documented_k = 4;
 constexpr double documented_bound = 0.15;
 }  // namespace
 
-TEST_CASE("low-shot calibration: 4 sizes fit every log within 15 % (leave-one-machine-out)") {
+TEST_CASE("low-shot calibration: 3 or 4 sizes fit every log within 15 % (leave-one-machine-out)") {
   const auto m = learn::load_collective_cases(lowshot::data_dir() + "nccl_cases.json");
   REQUIRE(m.cases.size() >= 8);
   std::vector<double> sheet, fitted;
   for (const auto& c : m.cases) {
     CAPTURE(c.label);
-    const double e0 = lowshot::lowshot_error(c, 0), e4 = lowshot::lowshot_error(c, documented_k);
-    MESSAGE(c.label << ": data sheet " << e0 << ", k = 4 " << e4);
+    const double e0 = lowshot::lowshot_error(c, 0), e3 = lowshot::lowshot_error(c, documented_k - 1),
+                 e4 = lowshot::lowshot_error(c, documented_k);
+    MESSAGE(c.label << ": data sheet " << e0 << ", k = 3 " << e3 << ", k = 4 " << e4);
+    CHECK(e3 <= documented_bound);
     CHECK(e4 <= documented_bound);
     sheet.push_back(e0);
     fitted.push_back(e4);

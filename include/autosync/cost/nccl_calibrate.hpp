@@ -14,8 +14,8 @@
 // constants: k = 1 the bandwidth only, k = 2 bandwidth and latency, k >= 3 all three (2 on one
 // node). The fit minimizes the squared log error over the points plus a weak pull of each log
 // factor towards 0 (weight 0.01: a constant the points do not determine stays at its data-sheet
-// value), by a deterministic compass search in log space (factors 1/64..64): the same points
-// give the same cluster on every machine.
+// value), by a deterministic compass search in log space (factors 1/64..64) from a few fixed
+// starts: the same points give the same cluster on every machine.
 //
 //   cost::calibration_point pts[] = {{1 << 20, 203e-6}, {1 << 30, 6759e-6}};
 //   auto r = cost::calibrate(cluster, pts, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default});
@@ -113,22 +113,39 @@ inline constexpr double max_log = 4.1588830833596715;  // ln 64
   const std::size_t k = pts.size();
   calibration_result r;
   r.fitted = k == 1 ? 1 : (k == 2 || !multi ? 2 : 3);
+  // Starts: the data sheet, and the bandwidth that matches the largest point (its time is mostly
+  // bytes over bandwidth) with the other factors at 1/8, 1 and 8: bandwidth and message overhead
+  // trade against each other at large sizes, so one start can stop in the wrong valley.
+  const auto largest = std::max_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  const double b0 = std::clamp(std::log(std::max(predict(make_fabric(c), t, largest->bytes), 1e-12) / largest->seconds), -detail::cal::max_log,
+                               detail::cal::max_log);
+  std::vector<std::array<double, 3>> starts{{0.0, 0.0, 0.0}};
+  for (double o : {-2.0794415416798357, 0.0, 2.0794415416798357})
+    starts.push_back({b0, r.fitted >= 2 ? o : 0.0, r.fitted >= 3 ? o : 0.0});
   std::array<double, 3> x{0.0, 0.0, 0.0};
   double best = detail::cal::loss(c, pts, t, x);
-  for (double step = 1.0; step > 1e-3;) {
-    bool improved = false;
-    for (int i = 0; i < r.fitted; ++i)
-      for (double d : {step, -step}) {
-        auto y = x;
-        y[static_cast<std::size_t>(i)] = std::clamp(y[static_cast<std::size_t>(i)] + d, -detail::cal::max_log, detail::cal::max_log);
-        const double l = detail::cal::loss(c, pts, t, y);
-        if (l < best - 1e-15) {
-          best = l;
-          x = y;
-          improved = true;
+  for (const auto& s0 : starts) {
+    auto xs = s0;
+    double bs = detail::cal::loss(c, pts, t, xs);
+    for (double step = 1.0; step > 1e-3;) {
+      bool improved = false;
+      for (int i = 0; i < r.fitted; ++i)
+        for (double d : {step, -step}) {
+          auto y = xs;
+          y[static_cast<std::size_t>(i)] = std::clamp(y[static_cast<std::size_t>(i)] + d, -detail::cal::max_log, detail::cal::max_log);
+          const double l = detail::cal::loss(c, pts, t, y);
+          if (l < bs - 1e-15) {
+            bs = l;
+            xs = y;
+            improved = true;
+          }
         }
-      }
-    if (!improved) step *= 0.5;
+      if (!improved) step *= 0.5;
+    }
+    if (bs < best - 1e-15) {
+      best = bs;
+      x = xs;
+    }
   }
   r.bandwidth_scale = std::exp(x[0]);
   r.latency_scale = std::exp(x[1]);
