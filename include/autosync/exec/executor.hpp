@@ -47,8 +47,8 @@
 // Errors: bad arguments throw autosync::error from the calling function, naming the field. A
 // failure on the communication thread (a timeout, a backend error) ends the iteration and is
 // re-thrown from finish(); the executor is then failed (the ranks may disagree about what ran)
-// and every later begin_iteration() throws. finish() before every ready() abandons the
-// iteration and throws. The destructor stops and joins the thread.
+// and every later begin_iteration() throws. finish() before every ready(), or ready() twice for
+// one tensor, abandons the iteration (no bucket starts after it) and throws. The destructor stops and joins the thread.
 #pragma once
 
 #include <autosync/error.hpp>
@@ -312,14 +312,25 @@ class executor {
   }
 
   // Tensor `t`'s gradient is final: the buckets it completes may go.
+  // A tensor marked ready twice abandons the iteration before ready() throws: the communication
+  // thread starts no further bucket (one in flight completes or times out first), so nothing reads
+  // the buffers after the throw; the executor is then failed, like after a failed finish().
   void ready(std::size_t t) {
     bool wake = false;
     {
-      std::lock_guard lk(mu_);
+      std::unique_lock lk(mu_);
       if (!active_) throw error("ready", "executor: ready() outside an iteration (call begin_iteration() first)");
       if (t >= ready_.size())
         throw error("tensor", "executor: ready(" + std::to_string(t) + "): the model has " + std::to_string(ready_.size()) + " tensors");
-      if (ready_[t]) throw error("tensor", "executor: tensor '" + names_[t] + "' was already marked ready in this iteration");
+      if (ready_[t]) {
+        abort_ = true;
+        cv_.notify_all();
+        cv_.wait(lk, [&] { return done_; });
+        active_ = false;
+        failed_ = true;
+        error_ = nullptr;
+        throw error("tensor", "executor: tensor '" + names_[t] + "' was already marked ready in this iteration; the iteration was abandoned");
+      }
       ready_[t] = 1;
       last_ready_ = clock::now();
       for (auto b : plan_.feeds[t])
@@ -399,7 +410,7 @@ class executor {
     const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
     cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (pending_[next_] == 0 || abort_)); });
     if (next_ >= nb) return false;
-    if (pending_[next_] != 0) abandoned();
+    if (pending_[next_] != 0 || abort_) abandoned();
     b = next_++;
     running_ = true;
     return true;
@@ -448,7 +459,7 @@ class executor {
       {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return leftover || ready_buckets_ > contributed || ready_buckets_ == nb || abort_; });
-        if (!leftover && ready_buckets_ == contributed && ready_buckets_ != nb) abandoned();
+        if (abort_ || (!leftover && ready_buckets_ == contributed && ready_buckets_ != nb)) abandoned();
         contributed = ready_buckets_;
         for (std::size_t b = 0; b < nb; ++b) flags[b] = (pending_[b] == 0 && !launched[b]) ? 1 : 0;
       }
