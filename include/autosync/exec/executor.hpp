@@ -20,7 +20,8 @@
 //   fifo only    the buckets run in plan order (their number = the cost model's ready order);
 //                the thread waits for the next one to be ready. No extra messages.
 //   any priority readiness is agreed on: in a round every rank contributes its ready flags
-//                (an all-reduce of one int per bucket over the world); a bucket ready on every
+//                (an all-reduce of one int per bucket over the world; point to point on a host
+//                backend, so a timeout names the missing rank); a bucket ready on every
 //                rank is agreed, and the agreed bucket with the lowest key runs (priority
 //                groups first, front layers first, then fifo buckets by number: plan.hpp).
 //                The ranks see the same sums, so they pick the same bucket. A rank enters a
@@ -464,7 +465,10 @@ class executor {
         for (std::size_t b = 0; b < nb; ++b) flags[b] = (pending_[b] == 0 && !launched[b]) ? 1 : 0;
       }
       const auto t0 = clock::now();
-      comms_->world.all_reduce(flags.data(), nb, dtype::i32);
+      // host memory: point to point (halving-doubling), so a rank that does not come is named by
+      // the peer that waits for it (a timed-out MPI collective cannot tell who is missing)
+      if constexpr (host_memory_backend<B>) all_reduce(*comms_, flags.data(), nb, dtype::i32, topology_value{topology_kind::halving_doubling});
+      else comms_->world.all_reduce(flags.data(), nb, dtype::i32);
       timing_.negotiation += seconds(clock::now() - t0);
       ++timing_.rounds;
       agreed.clear();
