@@ -232,7 +232,7 @@ void check_mismatch(mcomms& c) {
   for (int i = 0; i < 5; ++i) s.assignments.push_back({"w" + std::to_string(i), i % 4, 0, {}});
   const int odd = p - 1;  // the rank that differs
 
-  for (int v = 0; v < 4; ++v) {
+  for (int v = 0; v < 5; ++v) {
     auto ms = s;
     auto mm = m;
     std::string expect;
@@ -255,6 +255,10 @@ void check_mismatch(mcomms& c) {
       case 3:  // a model shape differs
         if (r == odd) mm.tensors[2].shape = {5, 3};
         expect = "model mismatch: rank " + std::to_string(odd) + " differs from rank 0";
+        break;
+      case 4:  // rank 0 is the odd one: the reference is the record most ranks share (rank 1's)
+        if (r == 0) ms.groups[3].fusion = {1000, 1000};
+        expect = p == 2 ? "strategy mismatch: rank 1 differs from rank 0 at group 3" : "strategy mismatch: rank 0 differs from rank 1 at group 3";
         break;
     }
     const auto pl = compile_plan(mm, cl, ms, layout{p, rpn});

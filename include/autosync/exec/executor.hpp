@@ -213,7 +213,8 @@ class executor {
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
-  // options: "strategy mismatch: rank 2 differs from rank 0 at group 3".
+  // options: "strategy mismatch: rank 2 differs from rank 0 at group 3" (the rank compared with
+  // is the one whose inputs most ranks share: with rank 0 the odd one, "rank 0 differs from rank 1").
   void setup() {
     if (thread_.joinable()) throw error("setup", "executor: setup() was already called");
     auto& w = comms_->world;
@@ -231,13 +232,21 @@ class executor {
     std::vector<std::int64_t> all(R * static_cast<std::size_t>(p));
     w.all_gather(mine.data(), all.data(), R, dtype::i64);
     auto rec = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * R + k]; };
+    // The reference is the record most ranks hold (ties: the lowest rank), so the odd rank out is
+    // named even when it is rank 0.
+    auto same = [&](int a, int b) { return std::equal(&all[static_cast<std::size_t>(a) * R], &all[static_cast<std::size_t>(a) * R] + R, &all[static_cast<std::size_t>(b) * R]); };
+    int ref = 0, votes = 0;
+    for (int r = 0; r < p; ++r) {
+      int n = 0;
+      for (int q = 0; q < p; ++q) n += same(r, q) ? 1 : 0;
+      if (n > votes) { ref = r; votes = n; }
+    }
     int bad = -1;
-    for (int r = 1; r < p && bad < 0; ++r)
-      for (std::size_t k = 0; k < R; ++k)
-        if (rec(r, k) != rec(0, k)) { bad = r; break; }
+    for (int r = 0; r < p && bad < 0; ++r)
+      if (!same(r, ref)) bad = r;
     if (bad >= 0) {
-      const std::string who = "rank " + std::to_string(bad) + " differs from rank 0";
-      if (rec(bad, 1) != rec(0, 1) || rec(bad, 3) != rec(0, 3)) {
+      const std::string who = "rank " + std::to_string(bad) + " differs from rank " + std::to_string(ref);
+      if (rec(bad, 1) != rec(ref, 1) || rec(bad, 3) != rec(ref, 3)) {
         // every rank takes this branch (they all saw the same records): exchange the groups
         std::int64_t G = 0;
         for (int r = 0; r < p; ++r) G = std::max(G, rec(r, 3));
@@ -246,13 +255,13 @@ class executor {
         w.all_gather(gh.data(), ghs.data(), static_cast<std::size_t>(G), dtype::i64);
         const auto Gs = static_cast<std::size_t>(G);
         for (std::size_t g = 0; g < Gs; ++g)
-          if (ghs[static_cast<std::size_t>(bad) * Gs + g] != ghs[g])
+          if (ghs[static_cast<std::size_t>(bad) * Gs + g] != ghs[static_cast<std::size_t>(ref) * Gs + g])
             throw error("groups[" + std::to_string(g) + "]", "strategy mismatch: " + who + " at group " + std::to_string(g) +
-                                                                   (rec(bad, 3) != rec(0, 3) ? " (it has " + std::to_string(rec(bad, 3)) + " groups, rank 0 " + std::to_string(rec(0, 3)) + ")" : ""));
+                                                                   (rec(bad, 3) != rec(ref, 3) ? " (it has " + std::to_string(rec(bad, 3)) + " groups, rank " + std::to_string(ref) + " " + std::to_string(rec(ref, 3)) + ")" : ""));
         throw error("assignments", "strategy mismatch: " + who + " in the order of its assignments (every group agrees)");
       }
-      if (rec(bad, 0) != rec(0, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
-      if (rec(bad, 2) != rec(0, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
+      if (rec(bad, 0) != rec(ref, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
+      if (rec(bad, 2) != rec(ref, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
       throw error("options", "options mismatch: " + who + " (average, error_feedback or packing)");
     }
     if constexpr (!on_host) runner_.emplace(*comms_, plan_, opt_);
