@@ -11,23 +11,26 @@
 # What "naming" means per fault (V: the faulty rank):
 #   delay      a peer's wait timed out "... waiting for rank V (tag N)"
 #   kill       Open MPI names the killed process: "process rank V" / "rank V with PID"
-#   strategy   "strategy mismatch: rank V differs from rank R" or "rank R differs from rank V"
+#   strategy   "strategy mismatch: rank V differs from rank R at group G" (R: the rank whose
+#              strategy most ranks share; at 2 ranks "rank 1 differs from rank 0", whichever is V)
 #   truncated  "rank V: failed ...: <file>.V.json:<line>:<column>: '<field>': ..."
 #   twice      "rank V: failed ...: 'tensor': ... was already marked ready"
 #   never      "rank V: failed ...: 'ready': ... finish() before tensor ..."
 #
 # Usage:
-#   random-faults.sh --build <build dir> [--runs N] [--first-seed S] [--timeout T] [--bound B]
+#   random-faults.sh --build <build dir> [--runs N] [--minutes M] [--first-seed S] [--timeout T] [--bound B]
 #   random-faults.sh --exe <autosync_mpi_random_faults> --mpiexec <mpiexec> [...]
 # Defaults: --runs 50 --first-seed 1 --timeout 3 --bound 30 --work <build dir or /tmp>/random_faults.
+# --minutes M: start no run after M minutes (with a large --runs: as many runs as fit).
 # Prints one line per run (seed, ranks, fault, victim, outcome, detection time) and a summary; exits
 # non-zero when any run broke the property (each such run's full output is kept in the work folder).
 set -u
 
-runs=50 first=1 timeout_s=3 bound=30 exe="" mpiexec="${MPIEXEC:-mpiexec}" np_flag=-np work="" build=""
+runs=50 minutes=0 first=1 timeout_s=3 bound=30 exe="" mpiexec="${MPIEXEC:-mpiexec}" np_flag=-np work="" build=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
+    --minutes) minutes=$2; shift 2 ;;
     --first-seed) first=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --bound) bound=$2; shift 2 ;;
@@ -45,7 +48,7 @@ if [ -z "$exe" ]; then
   exe="$build/tests/mpi/autosync_mpi_random_faults"
 fi
 [ -x "$exe" ] || { echo "random-faults.sh: '$exe' is not an executable (build the target autosync_mpi_random_faults)" >&2; exit 2; }
-for v in runs first timeout_s bound; do
+for v in runs minutes first timeout_s bound; do
   case "${!v}" in ''|*[!0-9]*) echo "random-faults.sh: --${v%_s} must be a whole number, got '${!v}'" >&2; exit 2 ;; esac
 done
 [ "$timeout_s" -ge 1 ] || { echo "random-faults.sh: --timeout must be at least 1 s" >&2; exit 2; }
@@ -55,10 +58,12 @@ hang=$((timeout_s * 3 + bound + 60))
 limit=$((timeout_s + bound))
 
 now() { date +%s.%N; }
+stop_at=$(( $(date +%s) + minutes * 60 ))
 declare -A by_fault=() by_outcome=()
 bad=0 hangs=0 wrong=0 slowest=0 slowest_seed="" total=0
 printf '%-6s %-5s %-9s %-6s %-8s %s\n' seed ranks fault victim outcome "detection (s)"
 for ((seed = first; seed < first + runs; ++seed)); do
+  if [ "$minutes" -gt 0 ] && [ "$(date +%s)" -ge "$stop_at" ]; then break; fi
   read -r _ ranks _ fault _ victim < <("$exe" --describe --seed "$seed") || { echo "seed $seed: --describe failed" >&2; bad=$((bad + 1)); continue; }
   log="$work/seed-$seed.log"
   t0=$(now)
@@ -74,7 +79,9 @@ for ((seed = first; seed < first + runs; ++seed)); do
   case "$fault" in
     delay) grep -Eq "waiting for rank $victim \(" "$log" && named=1 ;;
     kill) grep -Eq "process rank $victim |rank $victim with PID|Process name: \[\[[0-9]+,[0-9]+\],$victim\]" "$log" && named=1 ;;
-    strategy) grep -Eq "strategy mismatch: (rank $victim differs|rank [0-9]+ differs from rank $victim )" "$log" && named=1 ;;
+    strategy)  # the odd rank out; with 2 ranks neither is the odd one (rank 1 is named)
+      grep -Eq "strategy mismatch: rank $victim differs from rank [0-9]+ at group [0-9]+" "$log" && named=1
+      [ "$ranks" -eq 2 ] && grep -Eq "strategy mismatch: rank 1 differs from rank 0 at group [0-9]+" "$log" && named=1 ;;
     truncated) grep -Eq "^rank $victim: failed after [0-9.]+ s: .*\.$victim\.json:[0-9]+:[0-9]+: " "$log" && named=1 ;;
     twice) grep -Eq "^rank $victim: failed after [0-9.]+ s: 'tensor': .*already marked ready" "$log" && named=1 ;;
     never) grep -Eq "^rank $victim: failed after [0-9.]+ s: 'ready': .*finish\(\) before tensor" "$log" && named=1 ;;
@@ -100,7 +107,7 @@ for ((seed = first; seed < first + runs; ++seed)); do
   printf '%-6s %-5s %-9s %-6s %-8s %s\n' "$seed" "$ranks" "$fault" "$victim" "$outcome" "$detect"
 done
 echo "--- summary ---"
-echo "runs: $total (seeds $first..$((first + runs - 1))), AUTOSYNC_TIMEOUT_S=$timeout_s, bound $limit s after the injection"
+echo "runs: $total (seeds $first..$((seed - 1))), AUTOSYNC_TIMEOUT_S=$timeout_s, bound $limit s after the injection"
 printf 'faults:'; for f in delay kill strategy truncated twice never; do printf ' %s %s' "$f" "${by_fault[$f]:-0}"; done; echo
 printf 'outcomes:'; for o in "${!by_outcome[@]}"; do printf ' %s %s' "$o" "${by_outcome[$o]}"; done; echo
 echo "slowest detection: $slowest s (seed $slowest_seed)"

@@ -24,7 +24,8 @@
 //   "rank R: fault F injected at E"   (E: seconds since the epoch, when the victim injects)
 //   "rank R: exact sums, I iterations" (a rank that finished and checked every sum)
 //   "rank R: WRONG SUM ..."            (a rank whose sums differ: the property is broken)
-//   "rank R: failed after T s: <error>" then Backend::abort (the job ends non-zero)
+//   "rank R: failed after T s: <error>" then Backend::abort (the job ends non-zero; after a
+//                                      timeout 1 s later, so every rank that timed out reports)
 #include <autosync/error.hpp>
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
@@ -177,14 +178,22 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// Prints the failure and ends the job at once: called where the executor is still alive (its
-// destructor would join the communication thread, which may be waiting on a peer for up to the
-// timeout; the report would come that much later).
+// Seconds a rank whose wait timed out lets pass before it ends the job. Waits form chains (rank 2
+// waits for rank 4, which waits for the stuck rank 5); the first to time out may be rank 2, which
+// names rank 4. Holding the abort a moment lets every survivor that timed out report, rank 4's
+// error naming rank 5 among them.
+constexpr double report_grace = 1.0;
+
+// Prints the failure and ends the job: called where the executor is still alive (its destructor
+// would join the communication thread, which may be waiting on a peer for up to the timeout; the
+// report would come that much later). A timeout (the field names a rank) ends the job after
+// report_grace, any other error at once.
 [[noreturn]] void fail(comms<mpi_backend>& c, std::chrono::steady_clock::time_point t0, const autosync::error& e) {
   const int r = c.world.rank();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("rank %d: failed after %.3f s: %s\n", r, s, e.what());
   std::fflush(stdout);
+  if (e.field().rfind("rank ", 0) == 0) std::this_thread::sleep_for(std::chrono::duration<double>(report_grace));
   c.world.abort("rank " + std::to_string(r) + " cannot go on: " + e.field());
 }
 
