@@ -39,9 +39,17 @@
 // README, "Learned correction of collectives"). A strategy file's topology still comes first.
 //
 // Every decision is logged through NCCL's logger at INFO with the NCCL_TUNING flag
-// (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it). A bad environment variable fails init
-// (a WARN naming the variable, then NCCL runs without the plugin); nothing else throws across
-// the C ABI.
+// (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it).
+//
+// A bad environment variable (an unknown cluster preset, a missing or malformed file, a
+// correction model of another feature set) never fails NCCL: NCCL 2.28 treats a non-success
+// init of a tuner as fatal for the communicator (init.cc: NCCLCHECK(comm->tuner->init(...)),
+// then "nccl init ... failed: internal error"), so init logs one WARN naming the variable and
+// the problem and returns ncclSuccess with a passive context, whose getCollInfo leaves every
+// cost table as NCCL filled it: NCCL's own choices stand on that communicator. getCollInfo and
+// finalize are NCCLCHECKed too (enqueue.cc, init.cc: an error there fails the collective or the
+// destroy, whatever the tuner headers say about falling back), so they return ncclSuccess
+// always, also on a null context. Nothing throws across the C ABI.
 //
 // The ABI (NCCL's ext-tuner headers are not installed; the structs are declared here with the
 // exact layout): v4 (NCCL 2.24), v5 (2.28), v6 (2.30.3: v5 + getChunkSize). A shared library
@@ -270,8 +278,13 @@ struct decision {
 // ---- the tuner (one per communicator) ------------------------------------------------------------
 class tuner {
  public:
-  // Reads AUTOSYNC_TUNER_CLUSTER / AUTOSYNC_TUNER_STRATEGY; throws autosync::error naming the
-  // variable on bad input.
+  // A context that leaves NCCL's choices alone (what init hands NCCL when a variable is bad).
+  struct passive_t {};
+  static constexpr passive_t passive{};
+  tuner(passive_t, std::size_t nranks, std::size_t nnodes, nccl_logger log) : nranks_(nranks), nnodes_(nnodes), log_(log), passive_(true) {}
+
+  // Reads AUTOSYNC_TUNER_CLUSTER / AUTOSYNC_TUNER_STRATEGY / AUTOSYNC_TUNER_CORRECTION; throws
+  // autosync::error naming the variable on bad input.
   tuner(std::size_t nranks, std::size_t nnodes, nccl_logger log) : nranks_(nranks), nnodes_(nnodes), log_(log) {
     node_spec node = default_node();
     cluster_name_ = "dgx-h100 node (default)";
@@ -317,6 +330,7 @@ class tuner {
 
   nccl_result get_coll_info(int collective, std::size_t bytes, float** table, int num_algo, int num_proto, int* channels) {
     (void)channels;  // left at 0: NCCL decides
+    if (passive_) return nccl_success;
     const auto d = decide(fabric_, nranks_, nnodes_, collective, static_cast<double>(bytes), forced_, correction_);
     const int p = steer(table, num_algo, num_proto, d);
     if (d.algo < 0) return nccl_success;
@@ -331,6 +345,8 @@ class tuner {
   }
 
   [[nodiscard]] const cost::fabric& fabric() const noexcept { return fabric_; }
+  // Whether this context leaves NCCL's choices alone (init met a bad variable).
+  [[nodiscard]] bool is_passive() const noexcept { return passive_; }
 
  private:
   template <class... A>
@@ -344,23 +360,37 @@ class tuner {
   std::optional<topology_value> forced_;
   cost::collective_correction correction_;
   std::string cluster_name_, strategy_name_;
+  bool passive_ = false;
 };
 
 // ---- the C entry points --------------------------------------------------------------------------
 namespace entry {
 
+// Never a non-success return for bad input: NCCL would fail the communicator (see the header
+// comment). A bad variable gives one WARN and a passive context; only a null `ctx` (NCCL's bug,
+// not the user's) is an error.
 inline nccl_result make(std::size_t nranks, std::size_t nnodes, nccl_logger log, void** ctx) {
   if (ctx == nullptr) return nccl_invalid_argument;
   *ctx = nullptr;
+  auto warn = [&](const char* why) {
+    if (log)
+      log(log_warn, flag_tuning, __FILE__, __LINE__,
+          "autosync tuner: %s; NCCL's own algorithm and protocol choices stand on this communicator (%zu ranks)", why, nranks);
+  };
   try {
     *ctx = new tuner(nranks, nnodes, log);
     return nccl_success;
   } catch (const std::exception& e) {
-    if (log) log(log_warn, flag_tuning, __FILE__, __LINE__, "autosync tuner: init failed: %s", e.what());
-    return nccl_internal_error;
+    warn(e.what());
   } catch (...) {
-    return nccl_internal_error;
+    warn("init failed (unknown exception)");
   }
+  try {
+    *ctx = new tuner(tuner::passive, nranks, nnodes, log);
+  } catch (...) {
+    *ctx = nullptr;  // getCollInfo and finalize accept a null context
+  }
+  return nccl_success;
 }
 inline nccl_result init_v4(std::size_t nranks, std::size_t nnodes, nccl_logger log, void** ctx) { return make(nranks, nnodes, log, ctx); }
 inline nccl_result init_v5(void** ctx, std::uint64_t, std::size_t nranks, std::size_t nnodes, nccl_logger log, nvl_domain_info_v5*,
@@ -369,11 +399,11 @@ inline nccl_result init_v5(void** ctx, std::uint64_t, std::size_t nranks, std::s
 }
 inline nccl_result get_coll_info(void* ctx, int collective, std::size_t bytes, int, float** table, int num_algo, int num_proto, int,
                                  int* channels) {
-  if (ctx == nullptr) return nccl_invalid_argument;
+  if (ctx == nullptr) return nccl_success;  // no opinion: NCCL's table stands
   try {
     return static_cast<tuner*>(ctx)->get_coll_info(collective, bytes, table, num_algo, num_proto, channels);
   } catch (...) {
-    return nccl_internal_error;
+    return nccl_success;  // a non-success return fails the collective in NCCL 2.28 (enqueue.cc: NCCLCHECK)
   }
 }
 inline nccl_result finalize(void* ctx) {
