@@ -67,6 +67,11 @@ TEST_CASE("an empty backend and bad arguments throw errors naming the field") {
   CHECK(field_of([&] { empty.barrier(); }) == "backend");
   CHECK(field_of([&] { (void)empty.split(0, 0); }) == "backend");
   CHECK(field_of([&] { empty.set_timeout(0.0); }) == "timeout");
+  CHECK(field_of([&] { empty.set_buckets_in_flight(0); }) == "buckets_in_flight");
+  CHECK(field_of([&] { empty.set_buckets_in_flight(17); }) == "buckets_in_flight");
+  CHECK(empty.buckets_in_flight() == 4);  // the default
+  empty.set_issue_stream(nullptr, true);  // an empty backend ignores it
+  CHECK(empty.stream() == nullptr);
   ncclUniqueId id{};
   CHECK(field_of([&] { (void)nccl_backend::init(id, 0, 0); }) == "nranks");
   CHECK(field_of([&] { (void)nccl_backend::init(id, 2, 2); }) == "rank");
