@@ -248,6 +248,49 @@ void expect_passive(const plugin& p, int version, void* ctx, std::size_t ranks, 
     }
 }
 
+// A communicator pinned by the program (autosync_tuner_pin_next before its init): AllReduce
+// always in row `ar`, ReduceScatter / AllGather in row `rsag` (their best available protocol),
+// a pinned row with no available entry leaves the table alone; Broadcast follows the model.
+using pin_next_fn = int (*)(int, int);
+using pinned_fn = int (*)(std::uint64_t, int*, int*);
+void run_pinned(const plugin& p, pin_next_fn pin_next, pinned_fn pinned, int version, std::uint64_t comm_id, std::size_t ranks, std::size_t nodes,
+                int ar, int rsag) {
+  EXPECT(pin_next(ar, rsag) == 0, "pin_next(%d, %d)", ar, rsag);
+  bool ok = false;
+  void* ctx = nccl_init(p, version, comm_id, ranks, nodes, &ok);
+  if (!ok || ctx == nullptr) return;
+  int got_ar = -9, got_rsag = -9;
+  if (version == 4) {
+    EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 0, "v4 has no commId: nothing filed under one");
+  } else {
+    EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 1 && got_ar == ar && got_rsag == rsag, "the pin is filed under commId 0x%llx (%d %d)",
+           static_cast<unsigned long long>(comm_id), got_ar, got_rsag);
+  }
+  const auto get = get_of(p, version);
+  for (int coll : {pl::broadcast, pl::all_gather, pl::reduce_scatter, pl::all_reduce})
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 16)
+      for (unsigned holes : {0u, 0x7u << (pl::algo_tree * P), 0x7u << (pl::algo_ring * P), 0x7u << (pl::algo_pat * P)}) {
+        const auto orig = nccl_like(coll, bytes, ranks, nodes, holes);
+        auto t = orig;
+        int channels = 0;
+        EXPECT(get(ctx, coll, bytes, 1, reinterpret_cast<float**>(t.data()), A, P, 0, &channels) == 0, "getCollInfo");
+        const int want = coll == pl::all_reduce ? ar : coll == pl::broadcast ? pl::algo_ring : rsag;
+        int want_proto = -1;
+        for (int q = 0; q < P; ++q) {
+          const float v = orig[static_cast<std::size_t>(want * P + q)];
+          if (v >= 0.0f && (want_proto < 0 || v < orig[static_cast<std::size_t>(want * P + want_proto)])) want_proto = q;
+        }
+        if (want_proto < 0) {
+          EXPECT(t == orig, "pinned %s row %s unavailable: the table is NCCL's own", pl::coll_name(coll), pl::algo_name(want));
+          continue;
+        }
+        EXPECT(argmin(t) == want * P + want_proto, "pinned: %s %zu B runs %s/%s, the pin says %s", pl::coll_name(coll), bytes,
+               pl::algo_name(argmin(t) / P), pl::proto_name(argmin(t) % P), pl::algo_name(want));
+      }
+  EXPECT(nccl_finalize(p, version, ctx) == 0, "finalize");
+  EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 0, "a finalized communicator's pin is forgotten");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -287,6 +330,27 @@ int main(int argc, char** argv) {
         (logged[i].find("-> RING/") != std::string::npos || logged[i].find("-> TREE/") != std::string::npos))
       logged_choice = true;
   EXPECT(logged_choice, "the choice is logged at INFO with NCCL_TUNING");
+
+  // pins: the program's choice per communicator, by commId; taken by exactly one init
+  const auto pin_next = reinterpret_cast<pin_next_fn>(dlsym(p.lib, "autosync_tuner_pin_next"));
+  const auto pinned = reinterpret_cast<pinned_fn>(dlsym(p.lib, "autosync_tuner_pinned"));
+  EXPECT(pin_next && pinned, "autosync_tuner_pin_next / autosync_tuner_pinned exported");
+  if (pin_next && pinned) {
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0001, 16, 2, pl::algo_tree, pl::algo_pat);
+    run_pinned(p, pin_next, pinned, 6, 0x5eed0002, 8, 1, pl::algo_ring, pl::algo_ring);
+    run_pinned(p, pin_next, pinned, 4, 0x5eed0003, 64, 8, pl::algo_tree, pl::algo_ring);
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0004, 4, 4, pl::algo_ring, pl::algo_pat);
+    EXPECT(pin_next(7, -1) == 1 && pin_next(-2, 0) == 1, "a value that is no NCCL algorithm is refused");
+    // the pending pin went to one init: the next communicator follows the model again
+    std::vector<int> unpinned(8 * A, 0);
+    run_comm(p, 5, 16, 2, h100, -1, unpinned);
+    int a = 0, b = 0;
+    EXPECT(pinned(42, &a, &b) == 0, "an unpinned communicator has no pin");
+    // a pin holds on a context a bad variable made passive (the pin is the program's)
+    setenv("AUTOSYNC_TUNER_CLUSTER", "no-such-cluster", 1);
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0005, 16, 2, pl::algo_ring, pl::algo_pat);
+    unsetenv("AUTOSYNC_TUNER_CLUSTER");
+  }
 
   // a strategy file forces its topology
   const auto dir = std::filesystem::temp_directory_path() / ("autosync_tuner_" + std::to_string(::getpid()));
