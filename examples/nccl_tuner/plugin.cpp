@@ -17,7 +17,8 @@ extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v5 ncclTunerPlugin_v5 =
 extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v4 ncclTunerPlugin_v4 = autosync::plugin::make_v4();
 
 // Pins (see nccl_tuner.hpp): the next communicator created in this process takes the pin
-// (NCCL algorithm numbers, -1: none); returns 0, or 1 for a value that is no NCCL algorithm.
+// (NCCL algorithm numbers, -1: none; (-1, -1) withdraws a pending pin); returns 0, or 1 for a
+// value that is no NCCL algorithm.
 extern "C" AUTOSYNC_EXPORT int autosync_tuner_pin_next(int all_reduce_algo, int rs_ag_algo) {
   return autosync::plugin::entry::pin_next(all_reduce_algo, rs_ag_algo);
 }

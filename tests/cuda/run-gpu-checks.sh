@@ -102,6 +102,20 @@ if [ "$NP" -gt 1 ]; then
 else
   echo "(one GPU: NCCL does not consult a tuner for one-rank communicators; the choices need 2+ GPUs)"
 fi
+# per-communicator pins: the executor's random plans (ring / tree / halving_doubling buckets) run
+# on duplicates of the world pinned through the plugin; NCCL's log must show the pins and the
+# pinned choices (one rank: NCCL consults no tuner, nothing to see)
+if [ "$NP" -gt 1 ]; then
+  NCCL_TUNER_PLUGIN=$PLUGIN NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
+    "${MPIRUN[@]}" -x NCCL_TUNER_PLUGIN -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS -np "$NP" "$EXE_NE" >"$LOGS/tuner_pins.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "pinned by the program: AllReduce" "$LOGS/tuner_pins.log" &&
+     grep -qE -- "-> (RING|TREE|PAT)/[A-Z0-9]+ \(pinned by the program" "$LOGS/tuner_pins.log"; then
+    pass "pinned communicators: the plan's algorithms in NCCL's log"
+  else
+    fail "pinned communicators (exit $rc; $LOGS/tuner_pins.log)"
+  fi
+fi
 # a bad variable must not end the job (NCCL fails a communicator whose tuner init fails): the
 # plugin WARNs naming it and leaves NCCL's choices alone
 AUTOSYNC_TUNER_CLUSTER=no-such-cluster NCCL_TUNER_PLUGIN=$PLUGIN NCCL_DEBUG=WARN \

@@ -346,6 +346,10 @@ int main(int argc, char** argv) {
     run_comm(p, 5, 16, 2, h100, -1, unpinned);
     int a = 0, b = 0;
     EXPECT(pinned(42, &a, &b) == 0, "an unpinned communicator has no pin");
+    // (-1, -1) withdraws a pin no init took (a program that pinned, then created no communicator)
+    EXPECT(pin_next(pl::algo_tree, pl::algo_pat) == 0 && pin_next(-1, -1) == 0, "pin, then withdraw");
+    run_comm(p, 6, 16, 2, h100, -1, unpinned);
+    EXPECT(pinned(42, &a, &b) == 0, "a withdrawn pin reaches no communicator");
     // a pin holds on a context a bad variable made passive (the pin is the program's)
     setenv("AUTOSYNC_TUNER_CLUSTER", "no-such-cluster", 1);
     run_pinned(p, pin_next, pinned, 5, 0x5eed0005, 16, 2, pl::algo_ring, pl::algo_pat);

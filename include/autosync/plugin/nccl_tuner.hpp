@@ -55,7 +55,8 @@
 // for a strategy's topology). It calls `autosync_tuner_pin_next(all_reduce, rs_ag)` (exported by
 // the plugin library; NCCL algorithm numbers, -1: no pin) right before it creates the
 // communicator; the tuner init that runs next in the process takes the pin and files it under the
-// communicator's commId (`autosync_tuner_pinned(commId, ...)` reads it back). Pinned rows decide
+// communicator's commId (`autosync_tuner_pinned(commId, ...)` reads it back); (-1, -1) withdraws a
+// pending pin that no init took. Pinned rows decide
 // over the model, the correction and a strategy file, also on a context made passive by a bad
 // variable (the pin is the program's, not the environment's); a pinned row with no available
 // entry leaves the table alone. Communicators are created one at a time for this: nccl_backend
@@ -486,7 +487,8 @@ inline int pin_next(int all_reduce_algo, int rs_ag_algo) noexcept {
   try {
     auto& r = pins();
     const std::lock_guard lk(r.mu);
-    r.pending = pin{all_reduce_algo, rs_ag_algo};
+    if (all_reduce_algo < 0 && rs_ag_algo < 0) r.pending.reset();  // (-1, -1): withdraw a pin nobody took
+    else r.pending = pin{all_reduce_algo, rs_ag_algo};
     return 0;
   } catch (...) {
     return 1;

@@ -32,6 +32,13 @@
 //                 sparse: a dense all-reduce of the bucket (untouched rows are zero on every rank:
 //                 the host path's sums) — exec/nccl/collectives.hpp
 //
+// NCCL's algorithm is the plan's topology: when every rank's NCCL loaded autosync's tuner plugin,
+// the runner makes one duplicate of the world communicator per flat topology of the plan's
+// all-reduce and sharded buckets, pinned to what NCCL runs for it (exec/nccl/tuner_pin.hpp: ring
+// -> RING, tree -> TREE, halving_doubling -> PAT for reduce-scatter / all-gather), and runs each
+// such bucket there. A bucket on another communicator than the bucket before it overlaps with
+// none (collectives of two communicators in flight on two streams could wait on each other).
+//
 // The bucket waits for the work enqueued on the backend's compute stream when it starts (a
 // cudaEvent recorded there, waited by the comm stream), so gradients computed after that point
 // overlap with the bucket's communication. Call ready(t) after the kernel that writes t's
@@ -46,6 +53,7 @@
 #include <autosync/exec/nccl/collectives.hpp>
 #include <autosync/exec/nccl/device_kernels.hpp>
 #include <autosync/exec/nccl/in_flight.hpp>
+#include <autosync/exec/nccl/tuner_pin.hpp>
 #include <autosync/exec/plan.hpp>
 
 #include <cuda_runtime_api.h>
@@ -70,6 +78,7 @@ class bucket_runner {
       throw error("kernels", "nccl executor: no CUDA bucket kernels registered: include <autosync/exec/nccl/kernels.cuh> in one .cu "
                              "file of the program (or pass nccl::kernel_table() to nccl_backend::set_kernels)");
     w.make_current();
+    make_pinned();
     // the segment tables of every bucket, one device array
     std::vector<ew::segment_row> rows;
     std::size_t residual = 0;
@@ -125,13 +134,17 @@ class bucket_runner {
     w.make_current();
     try {
       upload_tensors(grads);
-      const auto st = window_.issue(bi, exclusive(b));
+      auto& on = comm_for(b);
+      const auto st = window_.issue(bi, exclusive(b) || (last_ != nullptr && last_ != &on));
       wait_for(st.before);
+      last_ = &on;
       issue(bi, b, grads, static_cast<std::size_t>(st.slot));
       wait_for(st.after);
     } catch (...) {
       window_.reset();  // the backend aborted the communicator: nothing in flight completes
+      last_ = nullptr;
       issuing_off(c);
+      for (auto& pc : pinned_) issuing_off(*pc.second);
       throw;
     }
   }
@@ -150,14 +163,48 @@ class bucket_runner {
     return true;
   }
 
+  // The pinned duplicates of the world (see the header comment). Every rank splits alike: only
+  // when every rank has autosync's tuner (a host all-reduce agrees on it).
+  void make_pinned() {
+    auto& w = c_->world;
+    if (w.size() < 2) return;  // NCCL consults no tuner on one rank
+    std::int32_t have = nccl::tuner_pin_entry() != nullptr ? 1 : 0;
+    w.all_reduce(&have, 1, dtype::i32);
+    if (have != w.size()) return;
+    for (const auto& b : plan_->buckets) {
+      if (b.kind != step_kind::all_reduce && b.kind != step_kind::sharded) continue;
+      const auto kind = b.topology.kind;
+      if (!nccl::pin_of(kind).any() || pinned_of(kind) != nullptr) continue;
+      auto pc = std::make_unique<comms<nccl_backend>>();
+      pc->world = w.split(0, w.rank(), nccl::pin_of(kind));
+      pc->ranks_per_node = 1;
+      pc->node = w.rank();
+      pc->nodes = w.size();
+      pinned_.emplace_back(kind, std::move(pc));
+    }
+  }
+  [[nodiscard]] comms<nccl_backend>* pinned_of(topology_kind k) const {
+    for (const auto& [kind, pc] : pinned_)
+      if (kind == k) return pc.get();
+    return nullptr;
+  }
+  // The communicators bucket b runs on.
+  [[nodiscard]] comms<nccl_backend>& comm_for(const plan_bucket& b) const {
+    if (b.kind == step_kind::all_reduce || b.kind == step_kind::sharded)
+      if (auto* pc = pinned_of(b.topology.kind)) return *pc;
+    return *c_;
+  }
+
   // Enqueues bucket bi on slot k's stream.
   void issue(std::uint32_t bi, const plan_bucket& b, std::span<const gradient> grads, std::size_t k) {
     auto& c = *c_;
     auto& w = c.world;
+    auto& on = comm_for(b);
     const cudaStream_t st = slots_[k].get();
     w.check_cuda(cudaEventRecord(ready_.get(), w.compute_stream()), "bucket");
     w.check_cuda(cudaStreamWaitEvent(st, ready_.get(), 0), "bucket");
     const issuing guard(c, st);  // ordered once, above, for the whole bucket; no waits inside
+    const issuing guard_on(on, st);
     const int p = w.size();
     const auto n = static_cast<std::size_t>(b.elements);
     const double factor = opt_.average && p > 1 ? 1.0 / p : 1.0;
@@ -173,16 +220,16 @@ class bucket_runner {
       a.wire_type = b.wire;
       a.scale = wire_scale(b.wire, p);
       w.check_cuda(k_.pack_encode(a, st), "pack_encode");
-      step(b, a.wire, n, b.wire);
+      step(on, b, a.wire, n, b.wire);
       a.factor = factor;
       w.check_cuda(k_.decode_unpack(a, st), "decode_unpack");
     } else if (unsigned char* data = in_place(b, grads)) {
-      step(b, data, n, b.type);
+      step(on, b, data, n, b.type);
       if (factor != 1.0) w.check_cuda(k_.scale(data, b.elements, b.type, factor, st), "average");
     } else {
       a.fused = fused_.get() + k * fused_n_;
       w.check_cuda(k_.pack(a, st), "pack");
-      step(b, a.fused, n, b.type);
+      step(on, b, a.fused, n, b.type);
       a.factor = factor;
       w.check_cuda(k_.unpack(a, st), "unpack");
     }
@@ -190,8 +237,8 @@ class bucket_runner {
 
   // Waits (polled: timeout, NCCL's asynchronous errors) for the buckets on these slots, in order.
   void wait_for(const std::vector<in_flight_window::slot_wait>& ws) {
-    auto& w = c_->world;
     for (const auto& x : ws) {
+      auto& w = comm_for(plan_->buckets[x.bucket]).world;  // its NCCL errors are the ones to watch
       w.set_issue_stream(slots_[static_cast<std::size_t>(x.slot)].get(), false);
       w.synchronize("bucket");
       w.set_issue_stream(nullptr, false);
@@ -284,8 +331,7 @@ class bucket_runner {
     return base;
   }
 
-  void step(const plan_bucket& b, void* buf, std::size_t n, dtype t) {
-    auto& c = *c_;
+  void step(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t n, dtype t) {
     switch (b.kind) {
       case step_kind::all_reduce: exec::all_reduce(c, buf, n, t, b.topology); break;
       case step_kind::sharded:
@@ -301,6 +347,8 @@ class bucket_runner {
   const plan* plan_;
   executor_options opt_;
   in_flight_window window_;
+  std::vector<std::pair<topology_kind, std::unique_ptr<comms<nccl_backend>>>> pinned_;  // before the slots: destroyed after them
+  const comms<nccl_backend>* last_ = nullptr;  // the communicators of the bucket issued last
   device_kernels k_{};
   std::size_t fused_n_ = 0, wire_n_ = 0;  // per slot: bytes of the fused buffer, elements of the wire
   std::vector<std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_destroy>> slots_;

@@ -50,6 +50,7 @@ struct comm_state {
   cudaStream_t issue = nullptr;
   bool deferred = false;
   int in_flight = 4;  // nccl_backend::set_buckets_in_flight
+  bool pinned = false;  // split() handed an algorithm pin to autosync's tuner plugin
 
   comm_state() = default;
   comm_state(const comm_state&) = delete;

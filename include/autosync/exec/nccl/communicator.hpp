@@ -8,6 +8,7 @@
 #include <autosync/exec/collectives.hpp>
 #include <autosync/exec/nccl/comm_state.hpp>
 #include <autosync/exec/nccl/device_kernels.hpp>
+#include <autosync/exec/nccl/tuner_pin.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/partitioner.hpp>
 #include <autosync/policy/topology.hpp>
@@ -105,8 +106,11 @@ class nccl_backend {
     b.s_->make_stream();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    b.s_->enqueue(ncclCommInitRankConfig(&b.s_->comm, nranks, id, rank, &config), "init");
-    b.s_->settle("init");
+    {
+      const std::lock_guard lk(nccl::communicator_creation_lock());  // no pin of another thread's split reaches it
+      b.s_->enqueue(ncclCommInitRankConfig(&b.s_->comm, nranks, id, rank, &config), "init");
+      b.s_->settle("init");
+    }
     b.s_->kernels = nccl::registered_kernels();
     return b;
   }
@@ -303,14 +307,26 @@ class nccl_backend {
   // not a member (an empty backend). Every rank of this communicator must call it. The new
   // communicator shares this one's stream (their work stays ordered): keep this backend alive
   // while its splits are used (comms::make's world outlives its intra and inter).
-  [[nodiscard]] nccl_backend split(int color, int key) {
+  // With `pin`, and autosync's tuner plugin loaded by NCCL (exec/nccl/tuner_pin.hpp), NCCL runs
+  // the pinned algorithms on the new communicator (algorithm_pinned() says whether it was handed
+  // over); without the plugin the pin is ignored and NCCL picks.
+  [[nodiscard]] nccl_backend split(int color, int key, const nccl::algorithm_pin& pin = {}) {
     state& s = enter("split");
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t sub = nullptr;
+    nccl_backend b;
+    const std::lock_guard lk(nccl::communicator_creation_lock());
+    const auto entry = pin.any() && color >= 0 ? nccl::tuner_pin_entry() : nullptr;
+    const bool pinned = entry != nullptr && entry(pin.all_reduce, pin.rs_ag) == 0;
+    struct withdraw {  // a pin no init took (a failed split) must not reach a later communicator
+      nccl::tuner_pin_next_fn f;
+      ~withdraw() {
+        if (f) (void)f(-1, -1);
+      }
+    } const w{pinned ? entry : nullptr};
     s.enqueue(ncclCommSplit(s.comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, &config), "split");
     s.settle("split");
-    nccl_backend b;
     if (color < 0 || sub == nullptr) return b;
     b.s_ = std::make_unique<state>();
     b.s_->comm = sub;
@@ -319,12 +335,16 @@ class nccl_backend {
     b.s_->compute = s.compute;
     b.s_->kernels = s.kernels;
     b.s_->job_abort = s.job_abort;
+    b.s_->in_flight = s.in_flight;
+    b.s_->pinned = pinned;
     b.s_->stream = s.stream;  // one stream for the parent and its splits: their work stays ordered
     b.s_->settle("split");
     if (ncclCommUserRank(sub, &b.s_->rank) != ncclSuccess || ncclCommCount(sub, &b.s_->size) != ncclSuccess)
       b.s_->fail("split", ncclInternalError, -1);
     return b;
   }
+  // Whether split() handed this communicator's pin to autosync's tuner plugin.
+  [[nodiscard]] bool algorithm_pinned() const noexcept { return s_ && s_->pinned; }
   void barrier() {
     state& s = enter("barrier");
     void* d = s.grow(sizeof(std::int32_t), "barrier");
