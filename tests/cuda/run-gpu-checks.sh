@@ -36,7 +36,7 @@ fi
 echo "GPUs: $GPUS; logs in $LOGS"
 
 step "1. build"
-if cmake --build "$B" --target autosync_cuda_kernel_logic autosync_cuda_kernels_gpu autosync_cuda_nccl_executor \
+if cmake --build "$B" --target autosync_cuda_kernel_logic autosync_cuda_kernels_gpu autosync_cuda_nccl_executor autosync_cuda_nccl_collectives \
      autosync_tuner_harness nccl-tuner-autosync bench_cuda_kernels example_11_nccl_trainer; then
   pass build
 else
@@ -46,6 +46,7 @@ fi
 EXE_KL=$B/tests/cuda/autosync_cuda_kernel_logic
 EXE_KG=$B/tests/cuda/autosync_cuda_kernels_gpu
 EXE_NE=$B/tests/cuda/autosync_cuda_nccl_executor
+EXE_NC=$B/tests/cuda/autosync_cuda_nccl_collectives
 PLUGIN=$B/lib/libnccl-tuner-autosync.so
 BENCH=$B/tests/bench/bench_cuda_kernels
 TRAINER=$B/examples/example_11_nccl_trainer
@@ -61,8 +62,11 @@ run kernels_gpu "$EXE_KG"
 
 step "3. NCCL backend and executor"
 run nccl_executor_np1 "${MPIRUN[@]}" -np 1 "$EXE_NE"
+run nccl_collectives_np1 "${MPIRUN[@]}" -np 1 "$EXE_NC"
 if [ "$GPUS" -gt 1 ]; then
   run nccl_executor_np$GPUS "${MPIRUN[@]}" -np "$GPUS" "$EXE_NE"
+  # the collective bodies tests/mpi runs on MPI, on NCCL with one rank per GPU
+  run nccl_collectives_np$GPUS "${MPIRUN[@]}" -np "$GPUS" "$EXE_NC"
 fi
 
 step "4. compute-sanitizer"
