@@ -237,12 +237,23 @@ class bucket_runner {
 
   // Waits (polled: timeout, NCCL's asynchronous errors) for the buckets on these slots, in order.
   void wait_for(const std::vector<in_flight_window::slot_wait>& ws) {
-    for (const auto& x : ws) {
-      auto& w = comm_for(plan_->buckets[x.bucket]).world;  // its NCCL errors are the ones to watch
-      w.set_issue_stream(slots_[static_cast<std::size_t>(x.slot)].get(), false);
-      w.synchronize("bucket");
-      w.set_issue_stream(nullptr, false);
-    }
+    for (const auto& x : ws)  // the bucket's communicator: its NCCL errors are the ones to watch
+      wait_stream(comm_for(plan_->buckets[x.bucket]).world, slots_[static_cast<std::size_t>(x.slot)].get(), "bucket");
+  }
+  // Waits for the work on stream st through b's polled wait, without enter()'s implicit
+  // ordering (which would first make st wait for everything on the compute stream: the host
+  // would wait for the rest of backward).
+  static void wait_stream(nccl_backend& b, cudaStream_t st, const char* op) {
+    struct restore {
+      nccl_backend& b;
+      ~restore() {
+        b.set_issue_stream(nullptr, false);
+        b.set_implicit_ordering(true);
+      }
+    } const r{b};
+    b.set_implicit_ordering(false);
+    b.set_issue_stream(st, false);
+    b.synchronize(op);
   }
 
  private:
@@ -309,10 +320,15 @@ class bucket_runner {
     wait_for(window_.drain());
     uploaded_.resize(grads.size());
     for (std::size_t i = 0; i < grads.size(); ++i) uploaded_[i] = grads[i].data;
-    c_->world.check_cuda(cudaMemcpyAsync(tensors_.get(), uploaded_.data(), uploaded_.size() * sizeof(void*), cudaMemcpyHostToDevice,
-                                         c_->world.stream()),
-                         "tensor table");
-    c_->world.synchronize("tensor table");  // before any slot's kernels read it
+    auto& w = c_->world;
+    struct ordering_on {
+      nccl_backend& b;
+      ~ordering_on() { b.set_implicit_ordering(true); }
+    } const on{w};
+    w.set_implicit_ordering(false);  // the copy needs no ordering after the compute stream
+    const cudaStream_t st = w.stream();
+    w.check_cuda(cudaMemcpyAsync(tensors_.get(), uploaded_.data(), uploaded_.size() * sizeof(void*), cudaMemcpyHostToDevice, st), "tensor table");
+    wait_stream(w, st, "tensor table");  // before any slot's kernels read it
   }
 
   unsigned char* at(std::span<const gradient> grads, std::uint32_t t, std::int64_t element) const {
