@@ -21,7 +21,12 @@
 // three warm-ups, and the median of `reps` (default 31, at least 20) is printed. The pipeline is
 // timed on the host per iteration (finish() waits for the device), median of `reps`.
 //
-// Usage: bench_cuda_kernels [reps]    (a Release build on a quiet GPU)
+// Usage: bench_cuda_kernels [reps] [--timeline]    (a Release build on a quiet GPU)
+//   --timeline: one more fp32 pipeline iteration per model between cudaProfilerStart / Stop, for
+//   the timeline of the buckets in flight:
+//     nsys profile --capture-range=cudaProfilerApi --capture-range-end=repeat -t cuda,nvtx \
+//       -o pipeline build/tests/bench/bench_cuda_kernels 20 --timeline
+//     nsys stats --report cuda_gpu_trace pipeline.nsys-rep   (kernels and NCCL per stream, in time)
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/nccl/backend.hpp>
 #include <autosync/exec/plan.hpp>
@@ -29,6 +34,7 @@
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -50,6 +56,7 @@ void ok(cudaError_t e, const char* what) {
 }
 
 int reps = 31;
+bool timeline = false;  // --timeline
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -264,6 +271,20 @@ void run_model(const model_spec& m, nccl::device_kernels k, comms<nccl_backend>&
     return median(t);
   };
   const double t_pipe = pipeline(p), t_pipe16 = pipeline(p16);
+  if (timeline) {  // one more fp32 iteration inside the profiler's capture range (nsys --capture-range=cudaProfilerApi)
+    executor<nccl_backend> ex(c, m, p, {});
+    ex.setup();
+    for (int i = 0; i < 3; ++i) {
+      ex.begin_iteration(grads);
+      for (auto t : order) ex.ready(t);
+      (void)ex.finish();
+    }
+    ok(cudaProfilerStart(), "cudaProfilerStart");
+    ex.begin_iteration(grads);
+    for (auto t : order) ex.ready(t);
+    (void)ex.finish();
+    ok(cudaProfilerStop(), "cudaProfilerStop");
+  }
 
   std::printf("\n%s: %zu tensors, %.1f MiB of gradients, %zu DDP buckets (%zu of them < 4 MiB, not in the kernel rows); median of %d\n",
               m.name.c_str(), m.tensors.size(), all_bytes / 1048576.0, p.buckets.size(), small, reps);
@@ -294,10 +315,14 @@ void run_model(const model_spec& m, nccl::device_kernels k, comms<nccl_backend>&
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1) {
-    reps = std::atoi(argv[1]);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--timeline") == 0) {
+      timeline = true;
+      continue;
+    }
+    reps = std::atoi(argv[i]);
     if (reps < 20) {
-      std::fprintf(stderr, "bench_cuda_kernels: reps must be >= 20 (a median of fewer is noise), got '%s'\n", argv[1]);
+      std::fprintf(stderr, "bench_cuda_kernels: reps must be >= 20 (a median of fewer is noise), got '%s'\n", argv[i]);
       return 2;
     }
   }

@@ -143,7 +143,14 @@ else
 fi
 
 step "7. benchmark"
-"$BENCH" | tee "$LOGS/bench.log"
+"$BENCH" 31 | tee "$LOGS/bench.log"
+# the timeline of one pipeline iteration (buckets in flight on their streams), when nsys is there
+if command -v nsys >/dev/null 2>&1; then
+  nsys profile --capture-range=cudaProfilerApi --capture-range-end=repeat -t cuda,nvtx -f true -o "$LOGS/pipeline" \
+    "$BENCH" 20 --timeline >"$LOGS/timeline.log" 2>&1 &&
+    nsys stats --report cuda_gpu_trace --format csv -o "$LOGS/pipeline" "$LOGS/pipeline.nsys-rep" >>"$LOGS/timeline.log" 2>&1 &&
+    echo "timeline: $LOGS/pipeline.nsys-rep ($LOGS/pipeline_cuda_gpu_trace.csv: kernels and NCCL per stream)"
+fi
 
 echo
 [ $failed -eq 0 ] && echo "all GPU checks passed" || echo "some GPU checks FAILED (logs in $LOGS)"
