@@ -27,7 +27,10 @@
 //
 // (the further the correction moves a prediction, the less either estimate is trusted, so the
 // pick is not the strategy the analytical model underestimates most), and epsilon applies to
-// the scores. Without a correction, score = analytical iteration.
+// the scores. Without a correction, score = analytical iteration. With serial_executor (the
+// default) a strategy with parameter servers is scored x max(1, serial replay / estimate): the
+// executors run one bucket at a time, the model's server lanes run in parallel
+// (search/serial.hpp says where the two agree).
 #pragma once
 
 #include <autosync/cost/corrected.hpp>
@@ -69,6 +72,7 @@ struct options {
   cost::corrected_evaluator correction; // re-rank with a learned correction (empty: analytical only)
   double uncertainty_weight = default_uncertainty_weight;  // >= 0
   std::size_t rerank_count = 8;         // best candidates of the walk the correction re-ranks
+  bool serial_executor = true;          // score the pick as the executors run it: one bucket at a time (search/serial.hpp)
   std::function<void(const progress&)> on_progress;  // called at phase ends and every progress_every evaluations
   std::size_t progress_every = 250;
 };
@@ -90,6 +94,8 @@ struct result {
   strategy_desc strategy;               // named "autosync"
   cost::prediction prediction;          // analytical
   double score = 0.0;                   // what the pick was chosen by: corrected + uncertainty, or analytical
+                                        // (x serial replay / estimate with serial_executor)
+  double serial_iteration = 0.0;        // the pick run one bucket at a time (search/serial.hpp)
   double log_factor = 0.0;              // the correction's log(measured / analytical) for the pick (0: none)
   double best_score = 0.0;              // the best score of any strategy considered
   double best_prediction = 0.0;         // the fastest analytical prediction the search found

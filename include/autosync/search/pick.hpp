@@ -2,8 +2,9 @@
 //
 //   1. candidates   the archive's front (the simplest strategy for each predicted time) and its
 //                   top (the fastest few), those predicted within 50 % of the fastest;
-//   2. score        analytical, or with options.correction: corrected x exp(w |log factor|)
-//                   (search/options.hpp);
+//   2. score        analytical, or with options.correction: corrected x exp(w |log factor|),
+//                   x max(1, serial replay / estimate) for parameter servers with
+//                   options.serial_executor (search/options.hpp, search/serial.hpp);
 //   3. pick         threshold = (1 + epsilon) x the best score; among the candidates under it,
 //                   the least complex (fewest groups, then fewest non-default aspects), ties by
 //                   score;
@@ -22,9 +23,11 @@
 #include <autosync/model.hpp>
 #include <autosync/search/options.hpp>
 #include <autosync/search/selection.hpp>
+#include <autosync/search/serial.hpp>
 #include <autosync/search/space.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -77,9 +80,20 @@ class picker {
     double score = 0.0, log_factor = 0.0;
   };
   [[nodiscard]] scored score(const strategy_desc& s) const {
-    if (!o_.correction.corrected()) return {ev_(s).iteration, 0.0};
-    const auto p = o_.correction(m_, c_, s);
-    return {p.iteration * std::exp(o_.uncertainty_weight * std::abs(p.log_factor)), p.log_factor};
+    scored r;
+    if (!o_.correction.corrected()) {
+      r.score = ev_(s).iteration;
+    } else {
+      const auto p = o_.correction(m_, c_, s);
+      r.score = p.iteration * std::exp(o_.uncertainty_weight * std::abs(p.log_factor));
+      r.log_factor = p.log_factor;
+    }
+    const bool ps = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; });
+    if (o_.serial_executor && ps) {
+      const auto sr = serial_replay(m_, c_, s);
+      if (sr.estimate > 0.0) r.score *= std::max(1.0, sr.iteration / sr.estimate);
+    }
+    return r;
   }
 
   // Takes `next` when it is simpler than the pick and scores under the threshold.

@@ -11,6 +11,7 @@
 #include <autosync/search/options.hpp>
 #include <autosync/search/pick.hpp>
 #include <autosync/search/selection.hpp>
+#include <autosync/search/serial.hpp>
 #include <autosync/search/space.hpp>
 #include <autosync/strategy/baselines.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -492,6 +493,7 @@ class searcher {
     r.strategy = desc_of(pick_);
     r.strategy.name = "autosync";
     r.prediction = ev_(r.strategy);
+    r.serial_iteration = serial_replay(m_, c_, r.strategy).iteration;
     r.simplicity = complexity_of(r.strategy);
     for (auto f : pure_families) {
       const auto& k = kept_.best_of(f);
