@@ -73,6 +73,7 @@ TEST_CASE("optimize scores parameter servers as the executor runs them") {
   CHECK(serial.serial_iteration == doctest::Approx(search::serial_replay(m, c, serial.strategy).iteration).epsilon(1e-12));
   // the pick, scored by the replay, is within epsilon of the best replayed score
   CHECK(serial.score <= serial.best_score * (1.0 + serial.epsilon) * (1.0 + 1e-12));
+  CHECK(std::max(serial.prediction.iteration, serial.serial_iteration) <= serial.reference * (1.0 + serial.epsilon) * (1.0 + 1e-12));
   CHECK(serial.serial_iteration <= search::serial_replay(m, c, model.strategy).iteration * (1.0 + serial.epsilon) * (1.0 + 1e-12));
 }
 

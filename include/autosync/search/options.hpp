@@ -26,8 +26,11 @@
 //   score = corrected iteration x exp(uncertainty_weight x |log correction factor|)
 //
 // (the further the correction moves a prediction, the less either estimate is trusted, so the
-// pick is not the strategy the analytical model underestimates most), and epsilon applies to
-// the scores. Without a correction, score = analytical iteration. With serial_executor (the
+// pick is not the strategy the analytical model underestimates most). The best-scored
+// candidate B anchors the simplest-strategy rule: a simpler candidate qualifies when the model
+// puts it within epsilon of B and its score is within epsilon + uncertainty_weight x |log
+// factor of B| of B's (distinctions finer than the correction's own size are not trusted;
+// search/pick.hpp). Without a correction, score = analytical iteration. With serial_executor (the
 // default) a strategy with parameter servers is scored x max(1, serial replay / estimate): the
 // executors run one bucket at a time, the model's server lanes run in parallel
 // (search/serial.hpp says where the two agree).
@@ -99,7 +102,10 @@ struct result {
   double log_factor = 0.0;              // the correction's log(measured / analytical) for the pick (0: none)
   double best_score = 0.0;              // the best score of any strategy considered
   double best_prediction = 0.0;         // the fastest analytical prediction the search found
-  double epsilon = 0.0;                 // the tolerance used
+  double reference = 0.0;               // the best-scored candidate's model time (estimate, x serial replay / estimate
+                                        // with serial_executor): the pick is within epsilon of it
+  double epsilon = 0.0;                 // options.epsilon
+  double tolerance = 0.0;               // the score's relative tolerance: epsilon (+ w |log factor| of the best, re-ranked)
   bool reranked = false;                // a correction scored the candidates
   complexity simplicity;                // of the pick
   std::vector<baseline_result> baselines;

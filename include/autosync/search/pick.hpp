@@ -5,17 +5,24 @@
 //   2. score        analytical, or with options.correction: corrected x exp(w |log factor|),
 //                   x max(1, serial replay / estimate) for parameter servers with
 //                   options.serial_executor (search/options.hpp, search/serial.hpp);
-//   3. pick         threshold = (1 + epsilon) x the best score; among the candidates under it,
+//   3. pick         the best-scored candidate B sets two thresholds: a candidate qualifies when
+//                   its model time (the estimate, x serial replay / estimate with
+//                   serial_executor) is within (1 + epsilon) of B's and its score within
+//                   (1 + tolerance) of B's, tolerance = epsilon + w x |log factor of B| (a
+//                   correction that moves a prediction that far is not trusted to finer
+//                   distinctions; without a correction both conditions are one). Among the
+//                   qualifying candidates,
 //                   the least complex (fewest groups, then fewest non-default aspects), ties by
 //                   score;
 //   4. polish       the pick is simplified further while it stays under the threshold: runs
 //                   merge with their neighbour (either one's strategy), large tensors rejoin
 //                   their run, one aspect at a time returns to its default (group_desc{}).
 //                   A change is taken only when it lowers the complexity, so the polish ends;
-//                   it has a budget of its own, 8 evaluations per group + 16.
+//                   it has a budget of its own, 8 evaluations per group + 16. Each
+//                   simplification must qualify under the same two thresholds.
 //
-// The threshold is fixed by the best score, so the answer is never more than epsilon worse
-// than the best strategy the search found, however many simplifications it took.
+// The thresholds are fixed by B, so the answer is never more than epsilon worse than B by the
+// model, however many simplifications it took.
 #pragma once
 
 #include <autosync/cluster.hpp>
@@ -58,17 +65,24 @@ class picker {
     std::vector<scored> sc;
     sc.reserve(pool.size());
     for (const auto* e : pool) sc.push_back(score(e->flat ? sp_.materialize(e->point) : e->desc));
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& s : sc) best = std::min(best, s.score);
-    const double threshold = best * (1.0 + o_.epsilon);
+    std::size_t top = 0;
+    for (std::size_t i = 1; i < sc.size(); ++i)
+      if (sc[i].score < sc[top].score) top = i;
+    const double best = sc[top].score;
+    // a correction that moves the best strategy by |log factor| is not trusted to finer than
+    // uncertainty_weight x that: its score's tolerance grows by it; the model's stays epsilon
+    r.tolerance = o_.epsilon + o_.uncertainty_weight * std::abs(sc[top].log_factor);
+    thr_score_ = best * (1.0 + r.tolerance);
+    thr_model_ = sc[top].model * (1.0 + o_.epsilon);
+    r.reference = sc[top].model;
     std::size_t at = pool.size();
     for (std::size_t i = 0; i < pool.size(); ++i) {
-      if (!(sc[i].score <= threshold)) continue;
+      if (!within(sc[i])) continue;
       if (at == pool.size() || pool[i]->key < pool[at]->key || (pool[i]->key == pool[at]->key && sc[i].score < sc[at].score)) at = i;
     }
     pick_ = *pool[at];
     score_ = sc[at];
-    if (pick_.flat) polish(threshold);
+    if (pick_.flat) polish();
     r.best_score = best;
     r.score = score_.score;
     r.log_factor = score_.log_factor;
@@ -78,26 +92,29 @@ class picker {
  private:
   struct scored {
     double score = 0.0, log_factor = 0.0;
+    double model = 0.0;  // the analytical estimate (x serial replay / estimate with serial_executor)
   };
+  [[nodiscard]] bool within(const scored& x) const { return x.score <= thr_score_ && x.model <= thr_model_; }
   [[nodiscard]] scored score(const strategy_desc& s) const {
     scored r;
     if (!o_.correction.corrected()) {
-      r.score = ev_(s).iteration;
+      r.model = ev_(s).iteration;
     } else {
       const auto p = o_.correction(m_, c_, s);
-      r.score = p.iteration * std::exp(o_.uncertainty_weight * std::abs(p.log_factor));
+      r.model = p.analytical.iteration;
       r.log_factor = p.log_factor;
     }
     const bool ps = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; });
     if (o_.serial_executor && ps) {
       const auto sr = serial_replay(m_, c_, s);
-      if (sr.estimate > 0.0) r.score *= std::max(1.0, sr.iteration / sr.estimate);
+      if (sr.estimate > 0.0) r.model *= std::max(1.0, sr.iteration / sr.estimate);
     }
+    r.score = r.model * std::exp(r.log_factor + o_.uncertainty_weight * std::abs(r.log_factor));
     return r;
   }
 
   // Takes `next` when it is simpler than the pick and scores under the threshold.
-  bool simpler(const candidate& next, double threshold) {
+  bool simpler(const candidate& next) {
     if (evaluated_ >= limit_ || !sp_.feasible(next)) return false;
     sp_.materialize(next, scratch_);
     const auto key = complexity_of(scratch_);
@@ -105,7 +122,7 @@ class picker {
     const auto s = score(scratch_);
     ++evaluated_;
     work_ += items_of(m_, scratch_);
-    if (!(s.score <= threshold)) return false;
+    if (!within(s)) return false;
     pick_.point = next;
     pick_.key = key;
     score_ = s;
@@ -136,7 +153,7 @@ class picker {
     with([&](group_desc& x) { x.fusion = d.fusion; });
   }
 
-  void polish(double threshold) {
+  void polish() {
     auto& p = pick_.point;
     limit_ = evaluated_ + 8 * (p.runs.size() + p.own.size()) + 16;
     candidate next;
@@ -149,7 +166,7 @@ class picker {
           if (side == 1) next.runs[r - 1] = next.runs[r];
           next.starts.erase(next.starts.begin() + static_cast<std::ptrdiff_t>(r));
           next.runs.erase(next.runs.begin() + static_cast<std::ptrdiff_t>(r));
-          if (simpler(next, threshold)) {
+          if (simpler(next)) {
             again = true;
             break;
           }
@@ -159,21 +176,21 @@ class picker {
         if (!p.own[s] || sp_.slot_sparse(s)) continue;
         next = p;
         next.own[s] = 0;
-        again = simpler(next, threshold) || again;
+        again = simpler(next) || again;
       }
     }
     for (std::size_t r = 0; r < p.runs.size() && evaluated_ < limit_; ++r)  // aspects back to defaults
       simplify_group(p.runs[r], [&](const group_desc& x) {
         next = p;
         next.runs[r] = x;
-        (void)simpler(next, threshold);
+        (void)simpler(next);
       });
     for (std::size_t s = 0; s < p.own.size() && evaluated_ < limit_; ++s) {
       if (!p.own[s]) continue;
       simplify_group(p.owned[s], [&](const group_desc& x) {
         next = p;
         next.owned[s] = x;
-        (void)simpler(next, threshold);
+        (void)simpler(next);
       });
     }
   }
@@ -186,6 +203,7 @@ class picker {
   std::size_t& evaluated_;
   std::uint64_t& work_;
   std::size_t limit_ = 0;
+  double thr_score_ = 0.0, thr_model_ = 0.0;
   kept pick_;
   scored score_;
   strategy_desc scratch_;
