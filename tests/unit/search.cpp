@@ -336,7 +336,7 @@ TEST_CASE("optimize: deterministic for a seed") {
   CHECK(a.strategy == b.strategy);
   CHECK(a.prediction.iteration == b.prediction.iteration);
   CHECK(a.evaluated == b.evaluated);
-  CHECK(a.evaluated <= 1500);
+  CHECK(a.evaluated <= 1500 + 8 * 2 * m.tensors.size() + 16);  // + the polish's own: 8 per run or slot + 16
   CHECK(a.strategy.name == "autosync");
 }
 
@@ -357,7 +357,9 @@ TEST_CASE("optimize: never worse than the best baseline; the result validates an
     CHECK_NOTHROW(r.strategy.validate(m, c));
     // the simplest strategy within epsilon of the best found, which is never worse than a baseline
     CHECK(r.best_prediction <= best_baseline(r, m, c));
-    CHECK(r.prediction.iteration <= r.best_prediction * (1.0 + r.epsilon) * (1.0 + 1e-12));
+    // within epsilon of the best-scored candidate, as the executor runs it (search/serial.hpp)
+    CHECK(std::max(r.prediction.iteration, r.serial_iteration) <= r.reference * (1.0 + r.epsilon) * (1.0 + 1e-12));
+    CHECK(r.serial_iteration == doctest::Approx(search::serial_replay(m, c, r.strategy).iteration).epsilon(1e-12));
     CHECK(r.epsilon == search::default_epsilon);
     CHECK(r.prediction.iteration >= r.prediction.lower_bound);
     const search::context cx{m, c, {}};
