@@ -15,3 +15,14 @@
 extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v6 ncclTunerPlugin_v6 = autosync::plugin::make_v6();
 extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v5 ncclTunerPlugin_v5 = autosync::plugin::make_v5();
 extern "C" AUTOSYNC_EXPORT const autosync::plugin::tuner_v4 ncclTunerPlugin_v4 = autosync::plugin::make_v4();
+
+// Pins (see nccl_tuner.hpp): the next communicator created in this process takes the pin
+// (NCCL algorithm numbers, -1: none; (-1, -1) withdraws a pending pin); returns 0, or 1 for a
+// value that is no NCCL algorithm.
+extern "C" AUTOSYNC_EXPORT int autosync_tuner_pin_next(int all_reduce_algo, int rs_ag_algo) {
+  return autosync::plugin::entry::pin_next(all_reduce_algo, rs_ag_algo);
+}
+// 1 and the pin of the live communicator `comm_id` (NCCL's commId, v5 / v6), else 0.
+extern "C" AUTOSYNC_EXPORT int autosync_tuner_pinned(std::uint64_t comm_id, int* all_reduce_algo, int* rs_ag_algo) {
+  return autosync::plugin::entry::pinned(comm_id, all_reduce_algo, rs_ag_algo);
+}

@@ -1,8 +1,11 @@
 // tests/cuda/kernels_gpu.cu — the bucket kernels of exec/nccl/kernels.cuh on a GPU, against the
 // CPU reference (the executor's memcpy pack/unpack, exec/compress.hpp encode/decode, the
 // executor's average). Plans come from random strategies (strided shards, odd sizes, every
-// dtype); every result is compared bit for bit. Exits 77 (ctest SKIP_RETURN_CODE) when
-// cudaGetDeviceCount finds no device.
+// dtype); every result is compared bit for bit. On half of the trials the tensors start off a
+// 16-byte boundary (a random element offset inside a larger allocation, as tensors of one arena
+// do), with poisoned guard bytes around each that must survive every kernel: the vector, funnel
+// shift and element paths of exec/nccl/bucket_walk.hpp all run on the device. Exits 77 (ctest
+// SKIP_RETURN_CODE) when cudaGetDeviceCount finds no device.
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/nccl/kernels.cuh>
 #include <autosync/exec/plan.hpp>
@@ -108,12 +111,29 @@ int main() {
     const auto p = autosync::exec::compile_plan(rc.model, cluster, rc.strategy, {4, 2});
     const std::size_t T = rc.model.tensors.size();
     std::vector<std::vector<unsigned char>> host(T);
-    std::vector<unsigned char*> dev(T);
+    std::vector<unsigned char*> dev(T), alloc(T);
+    std::vector<std::size_t> off(T, 0);
+    constexpr std::size_t guard = 32;  // poisoned bytes before and after each tensor
     for (std::size_t t = 0; t < T; ++t) {
       host[t].resize(static_cast<std::size_t>(rc.model.tensors[t].bytes()));
       fill(host[t], rc.model.tensors[t].type, rng);
-      dev[t] = to_device(host[t]);
+      const std::size_t es = autosync::size_of(rc.model.tensors[t].type);
+      off[t] = trial % 4 >= 2 ? es * (rng() % (16 / es)) : 0;  // compressed or not (trial % 2)
+      std::vector<unsigned char> with_guards(guard + off[t] + host[t].size() + guard, 0xa5);
+      std::memcpy(with_guards.data() + guard + off[t], host[t].data(), host[t].size());
+      alloc[t] = to_device(with_guards);
+      dev[t] = alloc[t] + guard + off[t];
     }
+    auto guards_intact = [&] {
+      for (std::size_t t = 0; t < T; ++t) {
+        const auto all = to_host(alloc[t], guard + off[t] + host[t].size() + guard);
+        for (std::size_t i = 0; i < guard + off[t]; ++i)
+          if (all[i] != 0xa5) return false;
+        for (std::size_t i = guard + off[t] + host[t].size(); i < all.size(); ++i)
+          if (all[i] != 0xa5) return false;
+      }
+      return true;
+    };
     std::vector<void*> ptrs(dev.begin(), dev.end());
     void** dptrs = to_device(ptrs);
     for (const auto& b : p.buckets) {
@@ -152,6 +172,7 @@ int main() {
                       avg.data() + static_cast<std::size_t>(s.fused + q * s.block) * es, static_cast<std::size_t>(s.block) * es);
       cuda_ok(cudaDeviceSynchronize(), "unpack sync");
       for (std::size_t t = 0; t < T; ++t) EXPECT(to_host(dev[t], host[t].size()) == want[t], "unpack+average differs on tensor %zu", t);
+      EXPECT(guards_intact(), "unpack+average wrote outside a tensor (trial %d)", trial);
       // in-place average of the fused buffer
       cuda_ok(k.scale(fused, b.elements, b.type, factor, nullptr), "scale");
       cuda_ok(cudaDeviceSynchronize(), "scale sync");
@@ -192,6 +213,7 @@ int main() {
             std::memcpy(want2[s.tensor].data() + static_cast<std::size_t>(s.offset + q * s.stride) * es,
                         dec.data() + static_cast<std::size_t>(s.fused + q * s.block) * es, static_cast<std::size_t>(s.block) * es);
         for (std::size_t t = 0; t < T; ++t) EXPECT(to_host(dev[t], host[t].size()) == want2[t], "decode_unpack differs on tensor %zu", t);
+        EXPECT(guards_intact(), "decode_unpack wrote outside a tensor (trial %d)", trial);
         for (std::size_t t = 0; t < T; ++t) cuda_ok(cudaMemcpy(dev[t], host[t].data(), host[t].size(), cudaMemcpyHostToDevice), "restore");
         cudaFree(dres);
         cudaFree(dwire);
@@ -201,7 +223,7 @@ int main() {
       cudaFree(fused);
       cudaFree(drows);
     }
-    for (auto* d : dev) cudaFree(d);
+    for (auto* d : alloc) cudaFree(d);
     cudaFree(dptrs);
   }
   std::printf("kernels_gpu: %zu buckets (%zu compressed), %d failures\n", buckets, compressed, failures);

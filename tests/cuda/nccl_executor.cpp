@@ -10,7 +10,7 @@
 //      sparse all-gather) against the exact sum;
 //   3. the executor on plans of random strategies (every step kind, compressed or not, fifo
 //      and priority schedules, strided shards): integer-valued gradients give exactly the
-//      reference sum, two iterations in a row; with averaging, sum / N;
+//      reference sum, two iterations in a row; with averaging, sum / N; 1 to 6 buckets in flight;
 //   4. argument errors name their field; a timed-out receive names the operation.
 // Exits 77 (ctest SKIP_RETURN_CODE) when cudaGetDeviceCount finds no device.
 #include <autosync/exec/executor.hpp>
@@ -285,6 +285,7 @@ void executor_runs(comms<nccl_backend>& c, int rpn) {
       priority += b.priority;
     }
     const bool average = trial % 5 == 4;
+    c.world.set_buckets_in_flight(1 + trial % 6);  // 1 (one bucket at a time) .. 6 in flight
     executor<nccl_backend> ex(c, rc.model, pl, {.timeout = 30.0, .error_feedback = true, .average = average});
     ex.setup();
     std::vector<std::unique_ptr<device_vec>> bufs;
@@ -331,6 +332,7 @@ void executor_runs(comms<nccl_backend>& c, int rpn) {
   }
   EXPECT(kinds[0] > 0 && kinds[1] > 0 && kinds[2] > 0 && kinds[3] > 0, "every step kind ran (%d %d %d %d)", kinds[0], kinds[1], kinds[2], kinds[3]);
   EXPECT(compressed > 0 && priority > 0, "compressed (%d) and priority (%d) buckets ran", compressed, priority);
+  c.world.set_buckets_in_flight(4);
 }
 
 void errors(comms<nccl_backend>& c) {

@@ -3,13 +3,19 @@
 //   - the padded layout of uneven reduce-scatter / all-gather is even_shard's layout;
 //   - dtypes map to the NCCL types of the same width and kind;
 //   - an empty backend and bad arguments throw autosync::error naming the field;
-//   - without a usable device, init / bootstrap throw error("device") saying so (no crash, no hang).
+//   - without a usable device, init / bootstrap throw error("device") saying so (no crash, no hang);
+//   - the tuner pin path: what NCCL runs per flat topology, and a pin reaching the plugin library
+//     named by NCCL_TUNER_PLUGIN, filed under the commId of the next init.
 #include <doctest/doctest.h>
 
 #include <autosync/exec/nccl/backend.hpp>
+#include <autosync/plugin/nccl_tuner.hpp>
 #include <autosync/policy/partitioner.hpp>
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
 
 #include <string>
 #include <type_traits>
@@ -67,6 +73,11 @@ TEST_CASE("an empty backend and bad arguments throw errors naming the field") {
   CHECK(field_of([&] { empty.barrier(); }) == "backend");
   CHECK(field_of([&] { (void)empty.split(0, 0); }) == "backend");
   CHECK(field_of([&] { empty.set_timeout(0.0); }) == "timeout");
+  CHECK(field_of([&] { empty.set_buckets_in_flight(0); }) == "buckets_in_flight");
+  CHECK(field_of([&] { empty.set_buckets_in_flight(17); }) == "buckets_in_flight");
+  CHECK(empty.buckets_in_flight() == 4);  // the default
+  empty.set_issue_stream(nullptr, true);  // an empty backend ignores it
+  CHECK(empty.stream() == nullptr);
   ncclUniqueId id{};
   CHECK(field_of([&] { (void)nccl_backend::init(id, 0, 0); }) == "nranks");
   CHECK(field_of([&] { (void)nccl_backend::init(id, 2, 2); }) == "rank");
@@ -87,4 +98,34 @@ TEST_CASE("without a device, init throws error(\"device\") naming the problem") 
     CHECK(e.field() == "device");
     CHECK(std::string(e.what()).find("no CUDA device") != std::string::npos);
   }
+}
+
+TEST_CASE("tuner pins: what NCCL runs for each flat topology; the pin reaches autosync's plugin through NCCL_TUNER_PLUGIN") {
+  using nccl::algorithm_pin;
+  CHECK(nccl::pin_of(topology_kind::ring) == algorithm_pin{nccl::nccl_algo_ring, nccl::nccl_algo_ring});
+  CHECK(nccl::pin_of(topology_kind::tree) == algorithm_pin{nccl::nccl_algo_tree, -1});               // no tree reduce-scatter in NCCL
+  CHECK(nccl::pin_of(topology_kind::halving_doubling) == algorithm_pin{-1, nccl::nccl_algo_pat});    // no halving-doubling all-reduce
+  CHECK_FALSE(nccl::pin_of(topology_kind::hierarchical).any());
+  // the library NCCL would load (a path here, as NCCL_TUNER_PLUGIN may name it)
+  setenv("NCCL_TUNER_PLUGIN", AUTOSYNC_TUNER_PLUGIN, 1);
+  const auto pin_next = nccl::tuner_pin_entry();
+  REQUIRE(static_cast<bool>(pin_next));
+  void* lib = dlopen(AUTOSYNC_TUNER_PLUGIN, RTLD_NOW | RTLD_NOLOAD);  // the instance tuner_pin_entry opened
+  REQUIRE(lib != nullptr);
+  const auto* v5 = static_cast<const plugin::tuner_v5*>(dlsym(lib, "ncclTunerPlugin_v5"));
+  const auto pinned = reinterpret_cast<int (*)(std::uint64_t, int*, int*)>(dlsym(lib, "autosync_tuner_pinned"));
+  REQUIRE(v5 != nullptr);
+  REQUIRE(static_cast<bool>(pinned));
+  // a pin, then the init NCCL runs for the new communicator: it files the pin under its commId
+  CHECK(pin_next(nccl::nccl_algo_tree, nccl::nccl_algo_pat) == 0);
+  void* ctx = nullptr;
+  REQUIRE(v5->init(&ctx, 0xc0ffee, 8, 1, nullptr, nullptr, nullptr) == 0);
+  int ar = -9, rsag = -9;
+  CHECK(pinned(0xc0ffee, &ar, &rsag) == 1);
+  CHECK(ar == nccl::nccl_algo_tree);
+  CHECK(rsag == nccl::nccl_algo_pat);
+  CHECK(v5->finalize(ctx) == 0);
+  CHECK(pinned(0xc0ffee, &ar, &rsag) == 0);
+  CHECK(pin_next(9, 0) == 1);  // no NCCL algorithm
+  dlclose(lib);
 }

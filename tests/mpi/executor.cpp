@@ -232,7 +232,7 @@ void check_mismatch(mcomms& c) {
   for (int i = 0; i < 5; ++i) s.assignments.push_back({"w" + std::to_string(i), i % 4, 0, {}});
   const int odd = p - 1;  // the rank that differs
 
-  for (int v = 0; v < 4; ++v) {
+  for (int v = 0; v < 5; ++v) {
     auto ms = s;
     auto mm = m;
     std::string expect;
@@ -255,6 +255,10 @@ void check_mismatch(mcomms& c) {
       case 3:  // a model shape differs
         if (r == odd) mm.tensors[2].shape = {5, 3};
         expect = "model mismatch: rank " + std::to_string(odd) + " differs from rank 0";
+        break;
+      case 4:  // rank 0 is the odd one: the reference is the record most ranks share (rank 1's)
+        if (r == 0) ms.groups[3].fusion = {1000, 1000};
+        expect = p == 2 ? "strategy mismatch: rank 1 differs from rank 0 at group 3" : "strategy mismatch: rank 0 differs from rank 1 at group 3";
         break;
     }
     const auto pl = compile_plan(mm, cl, ms, layout{p, rpn});
@@ -327,9 +331,57 @@ void check_errors(mcomms& c) {
   ex.begin_iteration(std::span<std::span<float>>(spans));
   EXPECT(field([&] { ex.ready(1); }) == "tensor", "ready of a tensor that does not exist");
   ex.ready(0);
-  EXPECT(field([&] { ex.ready(0); }) == "tensor", "ready twice");
   (void)ex.finish();
   for (float x : buf) EXPECT(x == static_cast<float>(p), "span form sum: %g", x);
+}
+
+// ready() twice for one tensor abandons the iteration before it throws: the rest of the iteration
+// is refused (ready, finish) and the executor is failed. One bucket holds both tensors, so no
+// bucket is ready when the second call comes, on any rank (the ranks agree on what ran: nothing).
+void check_ready_twice(mcomms& c) {
+  const int p = c.world.size(), rpn = c.ranks_per_node;
+  model_spec m;
+  m.name = "twice";
+  for (int i = 0; i < 2; ++i) {
+    tensor t;
+    t.name = i == 0 ? "a" : "b";
+    t.shape = {5};
+    m.tensors.push_back(t);
+  }
+  group_desc g;
+  g.fusion = {unbounded_bytes, unbounded_bytes};
+  const auto pl = compile_plan(m, make_cluster(p / rpn, rpn, 0), uniform_strategy(m, g, "one"), layout{p, rpn});
+  REQUIRE(pl.buckets.size() == 1);
+  executor<mpi_backend> ex(c, m, pl, {});
+  ex.setup();
+  std::vector<float> a(5, 1.0f), b(5, 2.0f);
+  std::vector<gradient> gr{gradient{a.data(), dtype::f32, 5}, gradient{b.data(), dtype::f32, 5}};
+  ex.begin_iteration(std::span<const gradient>(gr));
+  ex.ready(0);
+  std::string what = "no error", fld;
+  try {
+    ex.ready(0);
+  } catch (const autosync::error& e) {
+    what = e.what();
+    fld = e.field();
+  }
+  EXPECT(fld == "tensor" && what.find("tensor 'a' was already marked ready") != std::string::npos &&
+             what.find("abandoned") != std::string::npos,
+         "ready twice: '%s'", what.c_str());
+  auto field = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const autosync::error& e) {
+      return e.field();
+    }
+    return "no error";
+  };
+  EXPECT(field([&] { ex.ready(1); }) == "ready", "ready() after the abandoned iteration");
+  EXPECT(field([&] { (void)ex.finish(); }) == "finish", "finish() after the abandoned iteration");
+  EXPECT(field([&] { ex.begin_iteration(std::span<const gradient>(gr)); }) == "executor", "the executor is failed");
+  for (float x : a) EXPECT(x == 1.0f, "a was touched: %g", x);
+  for (float x : b) EXPECT(x == 2.0f, "b was touched: %g", x);
+  c.world.barrier();
 }
 
 int world_size() {
@@ -366,6 +418,10 @@ void check_coverage(const coverage& v, bool real) {
 
 TEST_CASE("executor: argument errors name their field") {
   for_each_layout([](mcomms& c, int) { check_errors(c); });
+}
+
+TEST_CASE("executor: ready() twice abandons the iteration before it throws") {
+  for_each_layout([](mcomms& c, int) { check_ready_twice(c); });
 }
 
 TEST_CASE("executor: a strategy or model that differs on one rank fails setup() on every rank, no hang") {

@@ -17,7 +17,14 @@
 //     of the embedded collective correction, recomputed here, and changes some decisions of the
 //     analytical model; a model file with a constant output (the same factor on every time)
 //     decides as the analytical model does;
-//   - a bad variable makes init fail with a WARN naming it; the INFO/TUNING log names the choice.
+//   - the INFO/TUNING log names the choice;
+//   - NCCL's own handling of the plugin's return codes (2.28.9): a non-success init fails the
+//     communicator (init.cc, NCCLCHECK(comm->tuner->init(...))), a non-success getCollInfo fails
+//     the collective and a non-success finalize the destroy (enqueue.cc, init.cc: NCCLCHECK).
+//     The harness treats each as fatal, as NCCL does. A bad AUTOSYNC_TUNER_CLUSTER (an unknown
+//     preset, a missing or malformed file), AUTOSYNC_TUNER_STRATEGY (missing, malformed) or
+//     AUTOSYNC_TUNER_CORRECTION (missing, another feature set) must give exactly one WARN naming
+//     the variable and its value, then ncclSuccess and a context that leaves every table alone.
 // Usage: tuner_harness <path of libnccl-tuner-autosync.so>. No GPU, no NCCL needed.
 #include <autosync/cost/collective_features.hpp>
 #include <autosync/cost/default_collective_correction.hpp>
@@ -151,25 +158,43 @@ struct plugin {
   const pl::tuner_v6* v6 = nullptr;
 };
 
-// One communicator: every collective x size, checked against the model. Returns the counts
-// of the choices made per algorithm (to check both sides of each crossover occur).
-void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes, const autosync::node_spec& node, int forced_kind,
-              std::vector<int>& chosen, const autosync::cost::collective_correction* correction = nullptr) {
+// What NCCL 2.28.9 does with the tuner's init (init.cc: NCCLCHECK(comm->tuner->init(...))): a
+// non-success result fails the communicator's init ("nccl init ... failed"). Returns the
+// context, or nullptr after recording the failure NCCL would report.
+void* nccl_init(const plugin& p, int version, std::uint64_t comm_id, std::size_t ranks, std::size_t nodes, bool* ok = nullptr) {
   void* ctx = nullptr;
   int rc = -1;
-  if (version == 4) rc = p.v4->init(ranks, nodes, &capture, &ctx);
-  else {
+  if (version == 4) {
+    rc = p.v4->init(ranks, nodes, &capture, &ctx);
+  } else {
     pl::nvl_domain_info_v5 nvl{static_cast<int>(nodes), static_cast<int>(ranks / nodes), static_cast<int>(ranks / nodes)};
     pl::tuner_constants_v5 constants{};
     constants.baseLatencies[pl::algo_ring][pl::proto_simple] = 8.4;
     const auto before = constants;
-    rc = (version == 5 ? p.v5->init : p.v6->init)(&ctx, 42, ranks, nodes, &capture, &nvl, &constants);
+    rc = (version == 5 ? p.v5->init : p.v6->init)(&ctx, comm_id, ranks, nodes, &capture, &nvl, &constants);
     EXPECT(std::memcmp(&before, &constants, sizeof constants) == 0, "the constants are left as NCCL set them");
   }
-  EXPECT(rc == 0 && ctx != nullptr, "init v%d (%zu ranks, %zu nodes) -> %d", version, ranks, nodes, rc);
-  if (rc != 0) return;
+  EXPECT(rc == 0, "init v%d (%zu ranks, %zu nodes) returned %d: NCCL 2.28 fails the communicator on that", version, ranks, nodes, rc);
+  if (ok) *ok = rc == 0;
+  return rc == 0 ? ctx : nullptr;
+}
+int nccl_finalize(const plugin& p, int version, void* ctx) {
+  return (version == 4 ? p.v4->destroy : version == 5 ? p.v5->finalize : p.v6->finalize)(ctx);
+}
+pl::get_coll_info_fn get_of(const plugin& p, int version) {
+  return version == 4 ? p.v4->getCollInfo : version == 5 ? p.v5->getCollInfo : p.v6->getCollInfo;
+}
+
+// One communicator: every collective x size, checked against the model. Returns the counts
+// of the choices made per algorithm (to check both sides of each crossover occur).
+void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes, const autosync::node_spec& node, int forced_kind,
+              std::vector<int>& chosen, const autosync::cost::collective_correction* correction = nullptr) {
+  bool ok = false;
+  void* ctx = nccl_init(p, version, 42, ranks, nodes, &ok);
+  EXPECT(ctx != nullptr, "init v%d (%zu ranks, %zu nodes) gave a context", version, ranks, nodes);
+  if (!ok || ctx == nullptr) return;
   const auto f = fabric_of(node, ranks, nodes);
-  const auto get = version == 4 ? p.v4->getCollInfo : version == 5 ? p.v5->getCollInfo : p.v6->getCollInfo;
+  const auto get = get_of(p, version);
   for (int coll : {pl::broadcast, pl::reduce, pl::all_gather, pl::reduce_scatter, pl::all_reduce, pl::send_recv})
     for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 4)
       for (unsigned holes : {0u, 1u << (pl::algo_ring * P + pl::proto_ll), (1u << (pl::algo_tree * P)) | (1u << (pl::algo_tree * P + 1)) | (1u << (pl::algo_tree * P + 2)),
@@ -206,7 +231,64 @@ void run_comm(const plugin& p, int version, std::size_t ranks, std::size_t nodes
         EXPECT(changed <= 1, "only the chosen entry changes (%d changed)", changed);
         if (coll == pl::all_reduce || coll == pl::all_gather) ++chosen[static_cast<std::size_t>(coll * A + want)];
       }
-  EXPECT((version == 4 ? p.v4->destroy : version == 5 ? p.v5->finalize : p.v6->finalize)(ctx) == 0, "finalize");
+  EXPECT(nccl_finalize(p, version, ctx) == 0, "finalize (NCCL fails the destroy otherwise)");
+}
+
+// A context that must leave NCCL's choices alone: every table unchanged, every call ncclSuccess.
+void expect_passive(const plugin& p, int version, void* ctx, std::size_t ranks, std::size_t nodes, const char* why) {
+  const auto get = get_of(p, version);
+  for (int coll : {pl::broadcast, pl::reduce, pl::all_gather, pl::reduce_scatter, pl::all_reduce, pl::send_recv})
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 16) {
+      const auto orig = nccl_like(coll, bytes, ranks, nodes, 0);
+      auto t = orig;
+      int channels = 0;
+      const int r = get(ctx, coll, bytes, 1, reinterpret_cast<float**>(t.data()), A, P, 0, &channels);
+      EXPECT(r == 0, "%s: getCollInfo returned %d (NCCL 2.28 fails the collective on that)", why, r);
+      EXPECT(t == orig && channels == 0, "%s: %s %zu B: the table is NCCL's own", why, pl::coll_name(coll), bytes);
+    }
+}
+
+// A communicator pinned by the program (autosync_tuner_pin_next before its init): AllReduce
+// always in row `ar`, ReduceScatter / AllGather in row `rsag` (their best available protocol),
+// a pinned row with no available entry leaves the table alone; Broadcast follows the model.
+using pin_next_fn = int (*)(int, int);
+using pinned_fn = int (*)(std::uint64_t, int*, int*);
+void run_pinned(const plugin& p, pin_next_fn pin_next, pinned_fn pinned, int version, std::uint64_t comm_id, std::size_t ranks, std::size_t nodes,
+                int ar, int rsag) {
+  EXPECT(pin_next(ar, rsag) == 0, "pin_next(%d, %d)", ar, rsag);
+  bool ok = false;
+  void* ctx = nccl_init(p, version, comm_id, ranks, nodes, &ok);
+  if (!ok || ctx == nullptr) return;
+  int got_ar = -9, got_rsag = -9;
+  if (version == 4) {
+    EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 0, "v4 has no commId: nothing filed under one");
+  } else {
+    EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 1 && got_ar == ar && got_rsag == rsag, "the pin is filed under commId 0x%llx (%d %d)",
+           static_cast<unsigned long long>(comm_id), got_ar, got_rsag);
+  }
+  const auto get = get_of(p, version);
+  for (int coll : {pl::broadcast, pl::all_gather, pl::reduce_scatter, pl::all_reduce})
+    for (std::size_t bytes = 256; bytes <= (std::size_t{1} << 32); bytes *= 16)
+      for (unsigned holes : {0u, 0x7u << (pl::algo_tree * P), 0x7u << (pl::algo_ring * P), 0x7u << (pl::algo_pat * P)}) {
+        const auto orig = nccl_like(coll, bytes, ranks, nodes, holes);
+        auto t = orig;
+        int channels = 0;
+        EXPECT(get(ctx, coll, bytes, 1, reinterpret_cast<float**>(t.data()), A, P, 0, &channels) == 0, "getCollInfo");
+        const int want = coll == pl::all_reduce ? ar : coll == pl::broadcast ? pl::algo_ring : rsag;
+        int want_proto = -1;
+        for (int q = 0; q < P; ++q) {
+          const float v = orig[static_cast<std::size_t>(want * P + q)];
+          if (v >= 0.0f && (want_proto < 0 || v < orig[static_cast<std::size_t>(want * P + want_proto)])) want_proto = q;
+        }
+        if (want_proto < 0) {
+          EXPECT(t == orig, "pinned %s row %s unavailable: the table is NCCL's own", pl::coll_name(coll), pl::algo_name(want));
+          continue;
+        }
+        EXPECT(argmin(t) == want * P + want_proto, "pinned: %s %zu B runs %s/%s, the pin says %s", pl::coll_name(coll), bytes,
+               pl::algo_name(argmin(t) / P), pl::proto_name(argmin(t) % P), pl::algo_name(want));
+      }
+  EXPECT(nccl_finalize(p, version, ctx) == 0, "finalize");
+  EXPECT(pinned(comm_id, &got_ar, &got_rsag) == 0, "a finalized communicator's pin is forgotten");
 }
 
 }  // namespace
@@ -248,6 +330,31 @@ int main(int argc, char** argv) {
         (logged[i].find("-> RING/") != std::string::npos || logged[i].find("-> TREE/") != std::string::npos))
       logged_choice = true;
   EXPECT(logged_choice, "the choice is logged at INFO with NCCL_TUNING");
+
+  // pins: the program's choice per communicator, by commId; taken by exactly one init
+  const auto pin_next = reinterpret_cast<pin_next_fn>(dlsym(p.lib, "autosync_tuner_pin_next"));
+  const auto pinned = reinterpret_cast<pinned_fn>(dlsym(p.lib, "autosync_tuner_pinned"));
+  EXPECT(pin_next && pinned, "autosync_tuner_pin_next / autosync_tuner_pinned exported");
+  if (pin_next && pinned) {
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0001, 16, 2, pl::algo_tree, pl::algo_pat);
+    run_pinned(p, pin_next, pinned, 6, 0x5eed0002, 8, 1, pl::algo_ring, pl::algo_ring);
+    run_pinned(p, pin_next, pinned, 4, 0x5eed0003, 64, 8, pl::algo_tree, pl::algo_ring);
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0004, 4, 4, pl::algo_ring, pl::algo_pat);
+    EXPECT(pin_next(7, -1) == 1 && pin_next(-2, 0) == 1, "a value that is no NCCL algorithm is refused");
+    // the pending pin went to one init: the next communicator follows the model again
+    std::vector<int> unpinned(8 * A, 0);
+    run_comm(p, 5, 16, 2, h100, -1, unpinned);
+    int a = 0, b = 0;
+    EXPECT(pinned(42, &a, &b) == 0, "an unpinned communicator has no pin");
+    // (-1, -1) withdraws a pin no init took (a program that pinned, then created no communicator)
+    EXPECT(pin_next(pl::algo_tree, pl::algo_pat) == 0 && pin_next(-1, -1) == 0, "pin, then withdraw");
+    run_comm(p, 6, 16, 2, h100, -1, unpinned);
+    EXPECT(pinned(42, &a, &b) == 0, "a withdrawn pin reaches no communicator");
+    // a pin holds on a context a bad variable made passive (the pin is the program's)
+    setenv("AUTOSYNC_TUNER_CLUSTER", "no-such-cluster", 1);
+    run_pinned(p, pin_next, pinned, 5, 0x5eed0005, 16, 2, pl::algo_ring, pl::algo_pat);
+    unsetenv("AUTOSYNC_TUNER_CLUSTER");
+  }
 
   // a strategy file forces its topology
   const auto dir = std::filesystem::temp_directory_path() / ("autosync_tuner_" + std::to_string(::getpid()));
@@ -346,23 +453,50 @@ int main(int argc, char** argv) {
   }
   unsetenv("AUTOSYNC_TUNER_CORRECTION");
   write_model(dir / "narrow.json", 2);  // a model of another feature set
+  std::ofstream(dir / "malformed.json") << "{\"name\": \"x\", \"nodes\": [";
 
-  // bad input: init fails, a WARN names the variable
-  const std::pair<const char*, const char*> bad[] = {{"AUTOSYNC_TUNER_CLUSTER", "missing.json"},
-                                                    {"AUTOSYNC_TUNER_STRATEGY", "missing.json"},
-                                                    {"AUTOSYNC_TUNER_CORRECTION", "missing.json"},
-                                                    {"AUTOSYNC_TUNER_CORRECTION", "narrow.json"}};
-  for (const auto& [var, file] : bad) {
-    setenv(var, (dir / file).c_str(), 1);
-    logged.clear();
-    logged_level.clear();
-    logged_flags.clear();
-    void* ctx = reinterpret_cast<void*>(1);
-    const int rc = p.v5->init(&ctx, 1, 8, 1, &capture, nullptr, nullptr);
-    EXPECT(rc != 0 && ctx == nullptr, "init with a bad %s fails (rc %d)", var, rc);
-    EXPECT(!logged.empty() && logged_level.back() == pl::log_warn && logged.back().find(var) != std::string::npos, "the WARN names %s: '%s'", var,
-           logged.empty() ? "" : logged.back().c_str());
-    unsetenv(var);
+  // bad input never fails NCCL: one WARN naming the variable and its value, ncclSuccess, and a
+  // context that leaves NCCL's choices alone (every version; the other variables still good)
+  const std::pair<const char*, std::string> bad[] = {{"AUTOSYNC_TUNER_CLUSTER", "no-such-cluster"},
+                                                     {"AUTOSYNC_TUNER_CLUSTER", (dir / "missing.json").string()},
+                                                     {"AUTOSYNC_TUNER_CLUSTER", (dir / "malformed.json").string()},
+                                                     {"AUTOSYNC_TUNER_STRATEGY", (dir / "missing.json").string()},
+                                                     {"AUTOSYNC_TUNER_STRATEGY", (dir / "malformed.json").string()},
+                                                     {"AUTOSYNC_TUNER_CORRECTION", (dir / "missing.json").string()},
+                                                     {"AUTOSYNC_TUNER_CORRECTION", (dir / "narrow.json").string()}};
+  for (const auto& [var, value] : bad)
+    for (int version : {4, 5, 6}) {
+      setenv("AUTOSYNC_TUNER_CLUSTER", "dgx-h100-x2", 1);  // a good value, unless it is the bad one
+      setenv(var, value.c_str(), 1);
+      logged.clear();
+      logged_level.clear();
+      logged_flags.clear();
+      const std::string why = std::string(var) + "=" + value + " (v" + std::to_string(version) + ")";
+      bool ok = false;
+      void* ctx = nccl_init(p, version, 7, 16, 2, &ok);
+      EXPECT(ok, "%s: NCCL would fail the communicator", why.c_str());
+      int warns = 0;
+      std::string warn;
+      for (std::size_t i = 0; i < logged.size(); ++i)
+        if (logged_level[i] == pl::log_warn) {
+          ++warns;
+          warn = logged[i];
+        }
+      EXPECT(warns == 1, "%s: one WARN, got %d", why.c_str(), warns);
+      EXPECT(warn.find(var) != std::string::npos && warn.find(value) != std::string::npos && warn.find("NCCL's own") != std::string::npos,
+             "%s: the WARN names the variable, its value and what happens: '%s'", why.c_str(), warn.c_str());
+      EXPECT(ctx != nullptr, "%s: a passive context", why.c_str());
+      if (ok) {
+        expect_passive(p, version, ctx, 16, 2, why.c_str());
+        EXPECT(nccl_finalize(p, version, ctx) == 0, "%s: finalize", why.c_str());
+      }
+      unsetenv(var);
+      unsetenv("AUTOSYNC_TUNER_CLUSTER");
+    }
+  // a null context (what init leaves when even the passive context cannot be allocated)
+  for (int version : {4, 5, 6}) {
+    expect_passive(p, version, nullptr, 8, 1, "a null context");
+    EXPECT(nccl_finalize(p, version, nullptr) == 0, "finalize of a null context");
   }
   std::filesystem::remove_all(dir);
   dlclose(p.lib);

@@ -20,7 +20,8 @@
 //   fifo only    the buckets run in plan order (their number = the cost model's ready order);
 //                the thread waits for the next one to be ready. No extra messages.
 //   any priority readiness is agreed on: in a round every rank contributes its ready flags
-//                (an all-reduce of one int per bucket over the world); a bucket ready on every
+//                (an all-reduce of one int per bucket over the world; point to point on a host
+//                backend, so a timeout names the missing rank); a bucket ready on every
 //                rank is agreed, and the agreed bucket with the lowest key runs (priority
 //                groups first, front layers first, then fifo buckets by number: plan.hpp).
 //                The ranks see the same sums, so they pick the same bucket. A rank enters a
@@ -47,8 +48,9 @@
 // Errors: bad arguments throw autosync::error from the calling function, naming the field. A
 // failure on the communication thread (a timeout, a backend error) ends the iteration and is
 // re-thrown from finish(); the executor is then failed (the ranks may disagree about what ran)
-// and every later begin_iteration() throws. finish() before every ready() abandons the
-// iteration and throws. The destructor stops and joins the thread.
+// and every later begin_iteration() throws. finish() before every ready(), or ready() twice for
+// one tensor, abandons the iteration (no bucket starts after it) and throws. The destructor
+// stops and joins the thread.
 #pragma once
 
 #include <autosync/error.hpp>
@@ -146,7 +148,8 @@ class executor {
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
-  // options: "strategy mismatch: rank 2 differs from rank 0 at group 3".
+  // options: "strategy mismatch: rank 2 differs from rank 0 at group 3" (the rank compared with
+  // is the one whose inputs most ranks share: with rank 0 the odd one, "rank 0 differs from rank 1").
   void setup() {
     if (thread_.joinable()) throw error("setup", "executor: setup() was already called");
     auto& w = comms_->world;
@@ -164,13 +167,21 @@ class executor {
     std::vector<std::int64_t> all(R * static_cast<std::size_t>(p));
     w.all_gather(mine.data(), all.data(), R, dtype::i64);
     auto rec = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * R + k]; };
+    // The reference is the record most ranks hold (ties: the lowest rank), so the odd rank out is
+    // named even when it is rank 0.
+    auto same = [&](int a, int b) { return std::equal(&all[static_cast<std::size_t>(a) * R], &all[static_cast<std::size_t>(a) * R] + R, &all[static_cast<std::size_t>(b) * R]); };
+    int ref = 0, votes = 0;
+    for (int r = 0; r < p; ++r) {
+      int n = 0;
+      for (int q = 0; q < p; ++q) n += same(r, q) ? 1 : 0;
+      if (n > votes) { ref = r; votes = n; }
+    }
     int bad = -1;
-    for (int r = 1; r < p && bad < 0; ++r)
-      for (std::size_t k = 0; k < R; ++k)
-        if (rec(r, k) != rec(0, k)) { bad = r; break; }
+    for (int r = 0; r < p && bad < 0; ++r)
+      if (!same(r, ref)) bad = r;
     if (bad >= 0) {
-      const std::string who = "rank " + std::to_string(bad) + " differs from rank 0";
-      if (rec(bad, 1) != rec(0, 1) || rec(bad, 3) != rec(0, 3)) {
+      const std::string who = "rank " + std::to_string(bad) + " differs from rank " + std::to_string(ref);
+      if (rec(bad, 1) != rec(ref, 1) || rec(bad, 3) != rec(ref, 3)) {
         // every rank takes this branch (they all saw the same records): exchange the groups
         std::int64_t G = 0;
         for (int r = 0; r < p; ++r) G = std::max(G, rec(r, 3));
@@ -179,13 +190,13 @@ class executor {
         w.all_gather(gh.data(), ghs.data(), static_cast<std::size_t>(G), dtype::i64);
         const auto Gs = static_cast<std::size_t>(G);
         for (std::size_t g = 0; g < Gs; ++g)
-          if (ghs[static_cast<std::size_t>(bad) * Gs + g] != ghs[g])
+          if (ghs[static_cast<std::size_t>(bad) * Gs + g] != ghs[static_cast<std::size_t>(ref) * Gs + g])
             throw error("groups[" + std::to_string(g) + "]", "strategy mismatch: " + who + " at group " + std::to_string(g) +
-                                                                   (rec(bad, 3) != rec(0, 3) ? " (it has " + std::to_string(rec(bad, 3)) + " groups, rank 0 " + std::to_string(rec(0, 3)) + ")" : ""));
+                                                                   (rec(bad, 3) != rec(ref, 3) ? " (it has " + std::to_string(rec(bad, 3)) + " groups, rank " + std::to_string(ref) + " " + std::to_string(rec(ref, 3)) + ")" : ""));
         throw error("assignments", "strategy mismatch: " + who + " in the order of its assignments (every group agrees)");
       }
-      if (rec(bad, 0) != rec(0, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
-      if (rec(bad, 2) != rec(0, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
+      if (rec(bad, 0) != rec(ref, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
+      if (rec(bad, 2) != rec(ref, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
       throw error("options", "options mismatch: " + who + " (average, error_feedback or packing)");
     }
     if constexpr (!on_host) runner_.emplace(*comms_, plan_, opt_);
@@ -246,14 +257,25 @@ class executor {
   }
 
   // Tensor `t`'s gradient is final: the buckets it completes may go.
+  // A tensor marked ready twice abandons the iteration before ready() throws: the communication
+  // thread starts no further bucket (one in flight completes or times out first), so nothing reads
+  // the buffers after the throw; the executor is then failed, like after a failed finish().
   void ready(std::size_t t) {
     bool wake = false;
     {
-      std::lock_guard lk(mu_);
+      std::unique_lock lk(mu_);
       if (!active_) throw error("ready", "executor: ready() outside an iteration (call begin_iteration() first)");
       if (t >= ready_.size())
         throw error("tensor", "executor: ready(" + std::to_string(t) + "): the model has " + std::to_string(ready_.size()) + " tensors");
-      if (ready_[t]) throw error("tensor", "executor: tensor '" + names_[t] + "' was already marked ready in this iteration");
+      if (ready_[t]) {
+        abort_ = true;
+        cv_.notify_all();
+        cv_.wait(lk, [&] { return done_; });
+        active_ = false;
+        failed_ = true;
+        error_ = nullptr;
+        throw error("tensor", "executor: tensor '" + names_[t] + "' was already marked ready in this iteration; the iteration was abandoned");
+      }
       ready_[t] = 1;
       last_ready_ = clock::now();
       for (auto b : plan_.feeds[t])
@@ -333,7 +355,7 @@ class executor {
     const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
     cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (pending_[next_] == 0 || abort_)); });
     if (next_ >= nb) return false;
-    if (pending_[next_] != 0) abandoned();
+    if (pending_[next_] != 0 || abort_) abandoned();
     b = next_++;
     running_ = true;
     return true;
@@ -382,12 +404,15 @@ class executor {
       {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return leftover || ready_buckets_ > contributed || ready_buckets_ == nb || abort_; });
-        if (!leftover && ready_buckets_ == contributed && ready_buckets_ != nb) abandoned();
+        if (abort_ || (!leftover && ready_buckets_ == contributed && ready_buckets_ != nb)) abandoned();
         contributed = ready_buckets_;
         for (std::size_t b = 0; b < nb; ++b) flags[b] = (pending_[b] == 0 && !launched[b]) ? 1 : 0;
       }
       const auto t0 = clock::now();
-      comms_->world.all_reduce(flags.data(), nb, dtype::i32);
+      // host memory: point to point (halving-doubling), so a rank that does not come is named by
+      // the peer that waits for it (a timed-out MPI collective cannot tell who is missing)
+      if constexpr (host_memory_backend<B>) all_reduce(*comms_, flags.data(), nb, dtype::i32, topology_value{topology_kind::halving_doubling});
+      else comms_->world.all_reduce(flags.data(), nb, dtype::i32);
       timing_.negotiation += seconds(clock::now() - t0);
       ++timing_.rounds;
       agreed.clear();

@@ -346,10 +346,10 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       std::string best_base_key;
       double best_base = std::numeric_limits<double>::infinity();
       for (const auto& [key, v] : runs_of) {
-        const double m = *std::min_element(v.begin(), v.end());
-        by_best.emplace_back(m, key);
-        if (is_baseline(record_of.at(key).strategy) && m < best_base) {
-          best_base = m;
+        const double fastest = *std::min_element(v.begin(), v.end());
+        by_best.emplace_back(fastest, key);
+        if (is_baseline(record_of.at(key).strategy) && fastest < best_base) {
+          best_base = fastest;
           best_base_key = key;
         }
       }
@@ -362,10 +362,10 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
         auto rec = runner.run(t, first.strategy);
         rec.strategy.name = first.strategy.name;
         append_record(records, rec);
-        const double m = median_iteration(rec);
-        runs_of[key].push_back(m);
-        res.confirmations.push_back(trial_result{first.strategy.name, m, 0.0, is_baseline(first.strategy)});
-        pg.last_measured = m;
+        const double again_ms = median_iteration(rec);
+        runs_of[key].push_back(again_ms);
+        res.confirmations.push_back(trial_result{first.strategy.name, again_ms, 0.0, is_baseline(first.strategy)});
+        pg.last_measured = again_ms;
         pg.last_predicted = 0.0;
         pg.last_strategy = first.strategy.name;
         report("confirm");

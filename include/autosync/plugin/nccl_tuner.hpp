@@ -39,9 +39,28 @@
 // README, "Learned correction of collectives"). A strategy file's topology still comes first.
 //
 // Every decision is logged through NCCL's logger at INFO with the NCCL_TUNING flag
-// (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it). A bad environment variable fails init
-// (a WARN naming the variable, then NCCL runs without the plugin); nothing else throws across
-// the C ABI.
+// (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it).
+//
+// A bad environment variable (an unknown cluster preset, a missing or malformed file, a
+// correction model of another feature set) never fails NCCL: NCCL 2.28 treats a non-success
+// init of a tuner as fatal for the communicator (init.cc: NCCLCHECK(comm->tuner->init(...)),
+// then "nccl init ... failed: internal error"), so init logs one WARN naming the variable and
+// the problem and returns ncclSuccess with a passive context, whose getCollInfo leaves every
+// cost table as NCCL filled it: NCCL's own choices stand on that communicator. getCollInfo and
+// finalize are NCCLCHECKed too (enqueue.cc, init.cc: an error there fails the collective or the
+// destroy, whatever the tuner headers say about falling back), so they return ncclSuccess
+// always, also on a null context. Nothing throws across the C ABI.
+//
+// Pins: a program pins the algorithm of one communicator (exec/nccl: the executor's communicator
+// for a strategy's topology). It calls `autosync_tuner_pin_next(all_reduce, rs_ag)` (exported by
+// the plugin library; NCCL algorithm numbers, -1: no pin) right before it creates the
+// communicator; the tuner init that runs next in the process takes the pin and files it under the
+// communicator's commId (`autosync_tuner_pinned(commId, ...)` reads it back); (-1, -1) withdraws a
+// pending pin that no init took. Pinned rows decide
+// over the model, the correction and a strategy file, also on a context made passive by a bad
+// variable (the pin is the program's, not the environment's); a pinned row with no available
+// entry leaves the table alone. Communicators are created one at a time for this: nccl_backend
+// holds a process-wide lock from the pin until the new communicator settled.
 //
 // The ABI (NCCL's ext-tuner headers are not installed; the structs are declared here with the
 // exact layout): v4 (NCCL 2.24), v5 (2.28), v6 (2.30.3: v5 + getChunkSize). A shared library
@@ -67,9 +86,12 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace autosync::plugin {
 
@@ -267,11 +289,38 @@ struct decision {
   return best;
 }
 
+// ---- pins ------------------------------------------------------------------------------------------
+struct pin {
+  int all_reduce = -1;  // an NCCL algorithm (algo_*) for AllReduce, -1: no pin
+  int rs_ag = -1;       // for ReduceScatter and AllGather
+};
+[[nodiscard]] constexpr bool valid_pin_value(int a) noexcept { return a >= -1 && a <= algo_pat; }
+struct pin_registry {
+  std::mutex mu;
+  std::optional<pin> pending;                 // taken by the next init
+  std::map<std::uint64_t, pin> by_comm;       // commId -> the pin its init took (v5 / v6)
+};
+[[nodiscard]] inline pin_registry& pins() {
+  static pin_registry r;
+  return r;
+}
+// The pending pin, taken (at most one init gets it).
+[[nodiscard]] inline std::optional<pin> take_pending_pin() {
+  auto& r = pins();
+  const std::lock_guard lk(r.mu);
+  return std::exchange(r.pending, std::nullopt);
+}
+
 // ---- the tuner (one per communicator) ------------------------------------------------------------
 class tuner {
  public:
-  // Reads AUTOSYNC_TUNER_CLUSTER / AUTOSYNC_TUNER_STRATEGY; throws autosync::error naming the
-  // variable on bad input.
+  // A context that leaves NCCL's choices alone (what init hands NCCL when a variable is bad).
+  struct passive_t {};
+  static constexpr passive_t passive{};
+  tuner(passive_t, std::size_t nranks, std::size_t nnodes, nccl_logger log) : nranks_(nranks), nnodes_(nnodes), log_(log), passive_(true) {}
+
+  // Reads AUTOSYNC_TUNER_CLUSTER / AUTOSYNC_TUNER_STRATEGY / AUTOSYNC_TUNER_CORRECTION; throws
+  // autosync::error naming the variable on bad input.
   tuner(std::size_t nranks, std::size_t nnodes, nccl_logger log) : nranks_(nranks), nnodes_(nnodes), log_(log) {
     node_spec node = default_node();
     cluster_name_ = "dgx-h100 node (default)";
@@ -317,7 +366,16 @@ class tuner {
 
   nccl_result get_coll_info(int collective, std::size_t bytes, float** table, int num_algo, int num_proto, int* channels) {
     (void)channels;  // left at 0: NCCL decides
-    const auto d = decide(fabric_, nranks_, nnodes_, collective, static_cast<double>(bytes), forced_, correction_);
+    const int pinned = !pin_ ? -1
+                       : collective == all_reduce                                   ? pin_->all_reduce
+                       : (collective == reduce_scatter || collective == all_gather) ? pin_->rs_ag
+                                                                                    : -1;
+    if (passive_ && pinned < 0) return nccl_success;
+    auto d = passive_ ? decision{} : decide(fabric_, nranks_, nnodes_, collective, static_cast<double>(bytes), forced_, correction_);
+    if (pinned >= 0) {
+      d.algo = pinned;
+      d.reason = "pinned by the program";
+    }
     const int p = steer(table, num_algo, num_proto, d);
     if (d.algo < 0) return nccl_success;
     if (p < 0) {
@@ -331,8 +389,39 @@ class tuner {
   }
 
   [[nodiscard]] const cost::fabric& fabric() const noexcept { return fabric_; }
+  // The pin this communicator's init took, if any, and the commId it is filed under.
+  void set_pin(std::optional<pin> p, std::optional<std::uint64_t> comm_id) {
+    pin_ = p;
+    comm_id_ = comm_id;
+    if (p) {
+      info("autosync tuner: communicator %s pinned by the program: AllReduce %s, ReduceScatter/AllGather %s",
+           comm_id ? ("0x" + hex(*comm_id)).c_str() : "(v4: no commId)", p->all_reduce >= 0 ? algo_name(p->all_reduce) : "(model)",
+           p->rs_ag >= 0 ? algo_name(p->rs_ag) : "(model)");
+      if (comm_id) {
+        auto& r = pins();
+        const std::lock_guard lk(r.mu);
+        r.by_comm[*comm_id] = *p;
+      }
+    }
+  }
+  ~tuner() {
+    if (pin_ && comm_id_) {
+      auto& r = pins();
+      const std::lock_guard lk(r.mu);
+      r.by_comm.erase(*comm_id_);
+    }
+  }
+  tuner(const tuner&) = delete;
+  tuner& operator=(const tuner&) = delete;
+  // Whether this context leaves NCCL's choices alone (init met a bad variable).
+  [[nodiscard]] bool is_passive() const noexcept { return passive_; }
 
  private:
+  static std::string hex(std::uint64_t v) {
+    char b[20];
+    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+    return b;
+  }
   template <class... A>
   void info(const char* fmt, A... a) const {
     if (log_) log_(log_info, flag_tuning, __FILE__, __LINE__, fmt, a...);
@@ -344,36 +433,88 @@ class tuner {
   std::optional<topology_value> forced_;
   cost::collective_correction correction_;
   std::string cluster_name_, strategy_name_;
+  bool passive_ = false;
+  std::optional<pin> pin_;
+  std::optional<std::uint64_t> comm_id_;
 };
 
 // ---- the C entry points --------------------------------------------------------------------------
 namespace entry {
 
-inline nccl_result make(std::size_t nranks, std::size_t nnodes, nccl_logger log, void** ctx) {
+// Never a non-success return for bad input: NCCL would fail the communicator (see the header
+// comment). A bad variable gives one WARN and a passive context; only a null `ctx` (NCCL's bug,
+// not the user's) is an error.
+inline nccl_result make(std::size_t nranks, std::size_t nnodes, nccl_logger log, void** ctx, std::optional<std::uint64_t> comm_id = std::nullopt) {
   if (ctx == nullptr) return nccl_invalid_argument;
   *ctx = nullptr;
+  std::optional<pin> pinned;
   try {
-    *ctx = new tuner(nranks, nnodes, log);
+    pinned = take_pending_pin();
+  } catch (...) {
+  }
+  auto warn = [&](const char* why) {
+    if (log)
+      log(log_warn, flag_tuning, __FILE__, __LINE__,
+          "autosync tuner: %s; NCCL's own algorithm and protocol choices stand on this communicator (%zu ranks)", why, nranks);
+  };
+  try {
+    auto* t = new tuner(nranks, nnodes, log);
+    *ctx = t;
+    t->set_pin(pinned, comm_id);
     return nccl_success;
   } catch (const std::exception& e) {
-    if (log) log(log_warn, flag_tuning, __FILE__, __LINE__, "autosync tuner: init failed: %s", e.what());
-    return nccl_internal_error;
+    warn(e.what());
   } catch (...) {
-    return nccl_internal_error;
+    warn("init failed (unknown exception)");
   }
+  try {
+    auto* t = new tuner(tuner::passive, nranks, nnodes, log);
+    *ctx = t;
+    t->set_pin(pinned, comm_id);
+  } catch (...) {
+    *ctx = nullptr;  // getCollInfo and finalize accept a null context
+  }
+  return nccl_success;
 }
 inline nccl_result init_v4(std::size_t nranks, std::size_t nnodes, nccl_logger log, void** ctx) { return make(nranks, nnodes, log, ctx); }
-inline nccl_result init_v5(void** ctx, std::uint64_t, std::size_t nranks, std::size_t nnodes, nccl_logger log, nvl_domain_info_v5*,
+inline nccl_result init_v5(void** ctx, std::uint64_t comm_id, std::size_t nranks, std::size_t nnodes, nccl_logger log, nvl_domain_info_v5*,
                            tuner_constants_v5*) {
-  return make(nranks, nnodes, log, ctx);
+  return make(nranks, nnodes, log, ctx, comm_id);
+}
+// autosync_tuner_pin_next: 0, or 1 for a value that is no NCCL algorithm (nothing pinned).
+inline int pin_next(int all_reduce_algo, int rs_ag_algo) noexcept {
+  if (!valid_pin_value(all_reduce_algo) || !valid_pin_value(rs_ag_algo)) return 1;
+  try {
+    auto& r = pins();
+    const std::lock_guard lk(r.mu);
+    if (all_reduce_algo < 0 && rs_ag_algo < 0) r.pending.reset();  // (-1, -1): withdraw a pin nobody took
+    else r.pending = pin{all_reduce_algo, rs_ag_algo};
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+// autosync_tuner_pinned: 1 and the pin of a live communicator of this commId, else 0.
+inline int pinned(std::uint64_t comm_id, int* all_reduce_algo, int* rs_ag_algo) noexcept {
+  try {
+    auto& r = pins();
+    const std::lock_guard lk(r.mu);
+    const auto it = r.by_comm.find(comm_id);
+    if (it == r.by_comm.end()) return 0;
+    if (all_reduce_algo) *all_reduce_algo = it->second.all_reduce;
+    if (rs_ag_algo) *rs_ag_algo = it->second.rs_ag;
+    return 1;
+  } catch (...) {
+    return 0;
+  }
 }
 inline nccl_result get_coll_info(void* ctx, int collective, std::size_t bytes, int, float** table, int num_algo, int num_proto, int,
                                  int* channels) {
-  if (ctx == nullptr) return nccl_invalid_argument;
+  if (ctx == nullptr) return nccl_success;  // no opinion: NCCL's table stands
   try {
     return static_cast<tuner*>(ctx)->get_coll_info(collective, bytes, table, num_algo, num_proto, channels);
   } catch (...) {
-    return nccl_internal_error;
+    return nccl_success;  // a non-success return fails the collective in NCCL 2.28 (enqueue.cc: NCCLCHECK)
   }
 }
 inline nccl_result finalize(void* ctx) {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -175,8 +176,14 @@ inline void sparse_all_gather(comms<nccl_backend>& c, void* buf, std::size_t tot
   const std::size_t rb = row_elems * size_of(t);
   auto* b = static_cast<unsigned char*>(buf);
   std::size_t next = 0;  // first row not yet known to be touched
-  auto zero = [&](std::size_t from, std::size_t to) {
-    if (to > from) w.check_cuda(cudaMemsetAsync(b + from * rb, 0, (to - from) * rb, w.stream()), "sparse_all_gather");
+  cudaPointerAttributes attr{};
+  const bool on_device = cudaPointerGetAttributes(&attr, buf) == cudaSuccess &&
+                         (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
+  if (!on_device) (void)cudaGetLastError();
+  auto zero = [&](std::size_t from, std::size_t to) {  // a host table is zeroed by the host (the all-reduce stages it)
+    if (to <= from) return;
+    if (on_device) w.check_cuda(cudaMemsetAsync(b + from * rb, 0, (to - from) * rb, w.stream()), "sparse_all_gather");
+    else std::memset(b + from * rb, 0, (to - from) * rb);
   };
   for (const auto row : rows) {
     zero(next, static_cast<std::size_t>(row));

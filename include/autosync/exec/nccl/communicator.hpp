@@ -6,7 +6,9 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
 #include <autosync/exec/collectives.hpp>
+#include <autosync/exec/nccl/comm_state.hpp>
 #include <autosync/exec/nccl/device_kernels.hpp>
+#include <autosync/exec/nccl/tuner_pin.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/partitioner.hpp>
 #include <autosync/policy/topology.hpp>
@@ -62,18 +64,6 @@ namespace nccl_detail {
   throw error("dtype", "nccl: unknown dtype " + std::to_string(static_cast<int>(t)));
 }
 
-// A device allocation owned by one backend (grown, never shrunk).
-struct device_buffer {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  device_buffer() = default;
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  ~device_buffer() {
-    if (ptr) cudaFree(ptr);
-  }
-};
-
 }  // namespace nccl_detail
 
 // One point-to-point transfer of a group (nccl_backend::group).
@@ -116,8 +106,11 @@ class nccl_backend {
     b.s_->make_stream();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    b.s_->enqueue(ncclCommInitRankConfig(&b.s_->comm, nranks, id, rank, &config), "init");
-    b.s_->settle("init");
+    {
+      const std::lock_guard lk(nccl::communicator_creation_lock());  // no pin of another thread's split reaches it
+      b.s_->enqueue(ncclCommInitRankConfig(&b.s_->comm, nranks, id, rank, &config), "init");
+      b.s_->settle("init");
+    }
     b.s_->kernels = nccl::registered_kernels();
     return b;
   }
@@ -153,7 +146,9 @@ class nccl_backend {
     if (s_) s_->timeout = seconds;
   }
   [[nodiscard]] int device() const noexcept { return s_ ? s_->device : -1; }
-  [[nodiscard]] cudaStream_t stream() const noexcept { return s_ ? s_->stream : nullptr; }
+  // The stream operations are enqueued on: the backend's own (shared with its splits), or the
+  // one a bucket runner set with set_issue_stream.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return s_ ? s_->op_stream() : nullptr; }
   [[nodiscard]] ncclComm_t comm() const noexcept { return s_ ? s_->comm : nullptr; }
   // "" while usable; otherwise why not (an error or a timeout aborted the communicator).
   [[nodiscard]] const std::string& broken() const noexcept {
@@ -174,6 +169,23 @@ class nccl_backend {
   void set_implicit_ordering(bool on) noexcept {
     if (s_) s_->implicit_order = on;
   }
+  // Operations are enqueued on `st` (nullptr: the backend's own stream again) and, when
+  // `deferred`, return as soon as they are enqueued: the caller waits for them later
+  // (synchronize() waits for `st`). A deferred operation takes device memory only (a host
+  // buffer throws). The NCCL bucket runner issues each bucket this way on its own stream.
+  void set_issue_stream(cudaStream_t st, bool deferred) noexcept {
+    if (s_) {
+      s_->issue = st;
+      s_->deferred = st != nullptr && deferred;
+    }
+  }
+  // How many buckets the NCCL bucket runner keeps in flight (1..16, default 4; set it on the
+  // world communicator before the executor's setup()).
+  void set_buckets_in_flight(int depth) {
+    if (depth < 1 || depth > 16) throw error("buckets_in_flight", "nccl_backend: must be in [1, 16], got " + std::to_string(depth));
+    if (s_) s_->in_flight = depth;
+  }
+  [[nodiscard]] int buckets_in_flight() const noexcept { return s_ ? s_->in_flight : 4; }
   void set_kernels(const nccl::device_kernels& k) noexcept {
     if (s_) s_->kernels = k;
   }
@@ -190,8 +202,8 @@ class nccl_backend {
     state& s = enter("all_reduce");
     staged io(s, "all_reduce", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
-    s.enqueue(ncclAllReduce(d, d, n, nccl_detail::type_of(t), ncclSum, s.comm, s.stream), "all_reduce");
-    s.wait("all_reduce");
+    s.enqueue(ncclAllReduce(d, d, n, nccl_detail::type_of(t), ncclSum, s.comm, s.op_stream()), "all_reduce");
+    s.complete("all_reduce");
     io.out(buf, d, n * size_of(t));
   }
   void reduce_scatter(const void* send, void* recv, std::size_t n, dtype t) {
@@ -200,8 +212,8 @@ class nccl_backend {
     staged io(s, "reduce_scatter", (p + 1) * n * es);
     const void* ds = io.in(send, n * p * es);
     void* dr = io.inside(send, n * p * es, ds, recv, n * es, /*copy=*/false);
-    s.enqueue(ncclReduceScatter(ds, dr, n, nccl_detail::type_of(t), ncclSum, s.comm, s.stream), "reduce_scatter");
-    s.wait("reduce_scatter");
+    s.enqueue(ncclReduceScatter(ds, dr, n, nccl_detail::type_of(t), ncclSum, s.comm, s.op_stream()), "reduce_scatter");
+    s.complete("reduce_scatter");
     io.out(recv, dr, n * es);
   }
   void all_gather(const void* send, void* recv, std::size_t n, dtype t) {
@@ -210,8 +222,8 @@ class nccl_backend {
     staged io(s, "all_gather", (p + 1) * n * es);
     void* dr = io.in(recv, n * p * es, /*copy=*/false);
     const void* ds = io.inside(recv, n * p * es, dr, send, n * es, /*copy=*/true);
-    s.enqueue(ncclAllGather(ds, dr, n, nccl_detail::type_of(t), s.comm, s.stream), "all_gather");
-    s.wait("all_gather");
+    s.enqueue(ncclAllGather(ds, dr, n, nccl_detail::type_of(t), s.comm, s.op_stream()), "all_gather");
+    s.complete("all_gather");
     io.out(recv, dr, n * p * es);
   }
   void reduce(void* buf, std::size_t n, dtype t, int root) {
@@ -219,8 +231,8 @@ class nccl_backend {
     s.check_rank(root, "root", "reduce");
     staged io(s, "reduce", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
-    s.enqueue(ncclReduce(d, d, n, nccl_detail::type_of(t), ncclSum, root, s.comm, s.stream), "reduce");
-    s.wait("reduce");
+    s.enqueue(ncclReduce(d, d, n, nccl_detail::type_of(t), ncclSum, root, s.comm, s.op_stream()), "reduce");
+    s.complete("reduce");
     io.out(buf, d, n * size_of(t));
   }
   void broadcast(void* buf, std::size_t n, dtype t, int root) {
@@ -228,8 +240,8 @@ class nccl_backend {
     s.check_rank(root, "root", "broadcast");
     staged io(s, "broadcast", n * size_of(t));
     void* d = io.in(buf, n * size_of(t));
-    s.enqueue(ncclBroadcast(d, d, n, nccl_detail::type_of(t), root, s.comm, s.stream), "broadcast");
-    s.wait("broadcast");
+    s.enqueue(ncclBroadcast(d, d, n, nccl_detail::type_of(t), root, s.comm, s.op_stream()), "broadcast");
+    s.complete("broadcast");
     io.out(buf, d, n * size_of(t));
   }
   void send(const void* buf, std::size_t n, dtype t, int peer, int tag) {
@@ -238,8 +250,8 @@ class nccl_backend {
     s.check_tag(tag, "send");
     staged io(s, "send", n * size_of(t));
     const void* d = io.in(buf, n * size_of(t));
-    s.enqueue(ncclSend(d, n, nccl_detail::type_of(t), peer, s.comm, s.stream), "send", peer);
-    s.wait("send", peer);
+    s.enqueue(ncclSend(d, n, nccl_detail::type_of(t), peer, s.comm, s.op_stream()), "send", peer);
+    s.complete("send", peer);
   }
   void recv(void* buf, std::size_t n, dtype t, int peer, int tag) {
     state& s = enter("recv");
@@ -247,8 +259,8 @@ class nccl_backend {
     s.check_tag(tag, "recv");
     staged io(s, "recv", n * size_of(t));
     void* d = io.in(buf, n * size_of(t), /*copy=*/false);
-    s.enqueue(ncclRecv(d, n, nccl_detail::type_of(t), peer, s.comm, s.stream), "recv", peer);
-    s.wait("recv", peer);
+    s.enqueue(ncclRecv(d, n, nccl_detail::type_of(t), peer, s.comm, s.op_stream()), "recv", peer);
+    s.complete("recv", peer);
     io.out(buf, d, n * size_of(t));
   }
   void sendrecv(const void* sbuf, std::size_t sn, int dst, void* rbuf, std::size_t rn, int src, dtype t, int tag) {
@@ -261,11 +273,11 @@ class nccl_backend {
     void* dr = io.in(rbuf, rn * size_of(t), /*copy=*/false);
     const auto nt = nccl_detail::type_of(t);
     s.enqueue(ncclGroupStart(), "sendrecv");
-    const ncclResult_t a = ncclSend(ds, sn, nt, dst, s.comm, s.stream);
-    const ncclResult_t b = ncclRecv(dr, rn, nt, src, s.comm, s.stream);
+    const ncclResult_t a = ncclSend(ds, sn, nt, dst, s.comm, s.op_stream());
+    const ncclResult_t b = ncclRecv(dr, rn, nt, src, s.comm, s.op_stream());
     const ncclResult_t e = ncclGroupEnd();
     s.enqueue(a != ncclSuccess ? a : (b != ncclSuccess ? b : e), "sendrecv", src);
-    s.wait("sendrecv", src);
+    s.complete("sendrecv", src);
     io.out(rbuf, dr, rn * size_of(t));
   }
   // Many transfers at once (ncclGroupStart .. ncclGroupEnd): all-to-all patterns, scatter/gather.
@@ -281,13 +293,13 @@ class nccl_backend {
     s.enqueue(ncclGroupStart(), "group");
     ncclResult_t first = ncclSuccess;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const ncclResult_t r = ops[i].send ? ncclSend(dev[i], ops[i].n, nt, ops[i].peer, s.comm, s.stream)
-                                         : ncclRecv(dev[i], ops[i].n, nt, ops[i].peer, s.comm, s.stream);
+      const ncclResult_t r = ops[i].send ? ncclSend(dev[i], ops[i].n, nt, ops[i].peer, s.comm, s.op_stream())
+                                         : ncclRecv(dev[i], ops[i].n, nt, ops[i].peer, s.comm, s.op_stream());
       if (first == ncclSuccess && r != ncclSuccess && r != ncclInProgress) first = r;
     }
     const ncclResult_t e = ncclGroupEnd();
     s.enqueue(first != ncclSuccess ? first : e, "group");
-    s.wait("group");
+    s.complete("group");
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (!ops[i].send) io.out(ops[i].buf, dev[i], ops[i].n * size_of(t));
   }
@@ -295,14 +307,26 @@ class nccl_backend {
   // not a member (an empty backend). Every rank of this communicator must call it. The new
   // communicator shares this one's stream (their work stays ordered): keep this backend alive
   // while its splits are used (comms::make's world outlives its intra and inter).
-  [[nodiscard]] nccl_backend split(int color, int key) {
+  // With `pin`, and autosync's tuner plugin loaded by NCCL (exec/nccl/tuner_pin.hpp), NCCL runs
+  // the pinned algorithms on the new communicator (algorithm_pinned() says whether it was handed
+  // over); without the plugin the pin is ignored and NCCL picks.
+  [[nodiscard]] nccl_backend split(int color, int key, const nccl::algorithm_pin& pin = {}) {
     state& s = enter("split");
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t sub = nullptr;
+    nccl_backend b;
+    const std::lock_guard lk(nccl::communicator_creation_lock());
+    const auto entry = pin.any() && color >= 0 ? nccl::tuner_pin_entry() : nullptr;
+    const bool pinned = entry != nullptr && entry(pin.all_reduce, pin.rs_ag) == 0;
+    struct withdraw {  // a pin no init took (a failed split) must not reach a later communicator
+      nccl::tuner_pin_next_fn f;
+      ~withdraw() {
+        if (f) (void)f(-1, -1);
+      }
+    } const w{pinned ? entry : nullptr};
     s.enqueue(ncclCommSplit(s.comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, &config), "split");
     s.settle("split");
-    nccl_backend b;
     if (color < 0 || sub == nullptr) return b;
     b.s_ = std::make_unique<state>();
     b.s_->comm = sub;
@@ -311,16 +335,20 @@ class nccl_backend {
     b.s_->compute = s.compute;
     b.s_->kernels = s.kernels;
     b.s_->job_abort = s.job_abort;
+    b.s_->in_flight = s.in_flight;
+    b.s_->pinned = pinned;
     b.s_->stream = s.stream;  // one stream for the parent and its splits: their work stays ordered
     b.s_->settle("split");
     if (ncclCommUserRank(sub, &b.s_->rank) != ncclSuccess || ncclCommCount(sub, &b.s_->size) != ncclSuccess)
       b.s_->fail("split", ncclInternalError, -1);
     return b;
   }
+  // Whether split() handed this communicator's pin to autosync's tuner plugin.
+  [[nodiscard]] bool algorithm_pinned() const noexcept { return s_ && s_->pinned; }
   void barrier() {
     state& s = enter("barrier");
     void* d = s.grow(sizeof(std::int32_t), "barrier");
-    s.enqueue(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, s.comm, s.stream), "barrier");
+    s.enqueue(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, s.comm, s.op_stream()), "barrier");
     s.wait("barrier");
   }
   [[noreturn]] void abort(std::string_view why) {
@@ -350,7 +378,7 @@ class nccl_backend {
     state& s = enter(op);
     if (s.scratch.bytes < bytes) {
       if (s.scratch.ptr) {
-        s.enqueue_cuda(cudaStreamSynchronize(s.stream), op);
+        s.enqueue_cuda(cudaStreamSynchronize(s.op_stream()), op);
         cudaFree(s.scratch.ptr);
         s.scratch.ptr = nullptr;
         s.scratch.bytes = 0;
@@ -368,242 +396,8 @@ class nccl_backend {
   }
 
  private:
-  struct state {
-    ncclComm_t comm = nullptr;
-    cudaStream_t stream = nullptr;
-    cudaStream_t compute = nullptr;
-    int device = 0, rank = 0, size = 0;
-    double timeout = 60.0;
-    std::string broken;
-    nccl::device_kernels kernels{};
-    std::function<void(std::string_view)> job_abort;
-    nccl_detail::device_buffer stage;    // host buffers staged by one operation
-    nccl_detail::device_buffer scratch;  // device_scratch()
-    bool owns_stream = false;
-    bool implicit_order = true;           // enter() orders the stream after the compute stream
-    cudaEvent_t order_event = nullptr;
-
-    state() = default;
-    state(const state&) = delete;
-    state& operator=(const state&) = delete;
-    ~state() {
-      if (comm) {
-        cudaSetDevice(device);
-        // flush and free; a communicator that does not finalize in time is aborted
-        const ncclResult_t fr = ncclCommFinalize(comm);
-        bool clean = fr == ncclSuccess || fr == ncclInProgress;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-        for (;;) {
-          ncclResult_t st = ncclSuccess;
-          if (ncclCommGetAsyncError(comm, &st) != ncclSuccess || (st != ncclInProgress && st != ncclSuccess)) {
-            clean = false;
-            break;
-          }
-          if (st == ncclSuccess) break;
-          if (std::chrono::steady_clock::now() > deadline) {
-            clean = false;
-            break;
-          }
-          std::this_thread::yield();
-        }
-        if (clean) ncclCommDestroy(comm);
-        else ncclCommAbort(comm);
-      }
-      if (order_event) cudaEventDestroy(order_event);
-      if (stream && owns_stream) cudaStreamDestroy(stream);
-    }
-
-    // The compute stream: the one set, else the legacy default stream (never the per-thread
-    // default stream of whichever thread asks).
-    [[nodiscard]] cudaStream_t compute_or_default() const noexcept { return compute ? compute : cudaStreamLegacy; }
-    // Work enqueued on the compute stream so far happens before what this operation enqueues
-    // (a kernel or memset that wrote the buffer), without blocking the host.
-    void order_after_compute(const char* op) {
-      if (!order_event) enqueue_cuda(cudaEventCreateWithFlags(&order_event, cudaEventDisableTiming), op);
-      enqueue_cuda(cudaEventRecord(order_event, compute_or_default()), op);
-      enqueue_cuda(cudaStreamWaitEvent(stream, order_event, 0), op);
-    }
-
-    [[nodiscard]] std::string who() const { return "rank " + std::to_string(rank); }
-
-    void current(const char* op) {
-      const cudaError_t e = cudaSetDevice(device);
-      if (e != cudaSuccess)
-        throw error(who(), std::string("nccl ") + op + " on rank " + std::to_string(rank) + ": cudaSetDevice(" + std::to_string(device) +
-                               ") failed: " + cudaGetErrorString(e));
-    }
-    void make_stream() {
-      current("init");
-      const cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-      if (e != cudaSuccess) throw error(who(), std::string("nccl init: cudaStreamCreate failed: ") + cudaGetErrorString(e));
-      owns_stream = true;
-    }
-    void check_rank(int r, const char* field, const char* op) const {
-      if (r < 0 || r >= size)
-        throw error(field, std::string("nccl ") + op + ": " + std::to_string(r) + " is not a rank of the " + std::to_string(size) + "-rank communicator");
-    }
-    void check_tag(int tag, const char* op) const {
-      if (tag < 0) throw error("tag", std::string("nccl ") + op + ": tag must be >= 0, got " + std::to_string(tag));
-    }
-
-    [[noreturn]] void fail(const char* op, ncclResult_t r, int peer) {
-      std::string msg = std::string("nccl ") + op + " on rank " + std::to_string(rank) + " failed: " + ncclGetErrorString(r);
-      if (comm) {
-        const char* last = ncclGetLastError(comm);
-        if (last && *last) msg += std::string(" (") + last + ")";
-        ncclCommAbort(comm);
-        comm = nullptr;
-      }
-      msg += "; the communicator was aborted";
-      broken = msg;
-      throw error(peer >= 0 ? "rank " + std::to_string(peer) : who(), msg);
-    }
-    [[noreturn]] void fail_cuda(const char* op, cudaError_t e) {
-      std::string msg = std::string("nccl ") + op + " on rank " + std::to_string(rank) + ": CUDA error: " + cudaGetErrorString(e);
-      if (comm) {
-        ncclCommAbort(comm);
-        comm = nullptr;
-      }
-      msg += "; the communicator was aborted";
-      broken = msg;
-      throw error(who(), msg);
-    }
-    [[noreturn]] void timed_out(const char* op, int peer) {
-      std::string msg = std::string("nccl ") + op + " on rank " + std::to_string(rank) + " timed out after " + std::to_string(timeout) + " s";
-      msg += peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string(" (a peer did not take part)");
-      if (comm) {
-        ncclCommAbort(comm);
-        comm = nullptr;
-      }
-      msg += "; the communicator was aborted";
-      broken = msg;
-      throw error(peer >= 0 ? "rank " + std::to_string(peer) : who(), msg);
-    }
-
-    // The result of an NCCL call. On a non-blocking communicator a call may return
-    // ncclInProgress: the operation is on the stream only once the communicator settles, so
-    // settle before anything else is enqueued or the stream is queried.
-    void enqueue(ncclResult_t r, const char* op, int peer = -1) {
-      if (r == ncclInProgress) settle(op);
-      else if (r != ncclSuccess) fail(op, r, peer);
-    }
-    void enqueue_cuda(cudaError_t e, const char* op) {
-      if (e != cudaSuccess) fail_cuda(op, e);
-    }
-
-    // Polls with a short spin, then yields, then sleeps up to 1 ms; false at the deadline.
-    template <class Done>
-    bool poll(Done&& done) {
-      using clock = std::chrono::steady_clock;
-      const auto start = clock::now();
-      const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout));
-      for (int spin = 0;; ++spin) {
-        if (done()) return true;
-        const auto now = clock::now();
-        if (now > deadline) return false;
-        if (spin < 1000) continue;
-        if (now - start < std::chrono::milliseconds(10)) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 50 : 1000));
-      }
-    }
-    // Waits until the communicator is no longer "in progress" (init, split, group end).
-    void settle(const char* op) {
-      ncclResult_t st = ncclSuccess;
-      const bool ok = poll([&] {
-        if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) st = ncclInternalError;
-        return st != ncclInProgress;
-      });
-      if (!ok) timed_out(op, -1);
-      if (st != ncclSuccess) fail(op, st, -1);
-    }
-    // Waits for the work enqueued on the stream, watching the communicator's asynchronous errors.
-    void wait(const char* op, int peer = -1) {
-      ncclResult_t st = ncclSuccess;
-      cudaError_t ce = cudaSuccess;
-      const bool ok = poll([&] {
-        ce = cudaStreamQuery(stream);
-        if (ce == cudaSuccess) return true;
-        if (ce != cudaErrorNotReady) return true;
-        if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) st = ncclInternalError;
-        return st != ncclSuccess && st != ncclInProgress;
-      });
-      if (!ok) timed_out(op, peer);
-      if (ce != cudaSuccess && ce != cudaErrorNotReady) fail_cuda(op, ce);
-      if (st != ncclSuccess && st != ncclInProgress) fail(op, st, peer);
-    }
-
-    void* grow(std::size_t bytes, const char* op) {
-      if (stage.bytes >= bytes) return stage.ptr;
-      if (stage.ptr) {
-        enqueue_cuda(cudaStreamSynchronize(stream), op);
-        cudaFree(stage.ptr);
-        stage.ptr = nullptr;
-        stage.bytes = 0;
-      }
-      enqueue_cuda(cudaMalloc(&stage.ptr, bytes), op);
-      stage.bytes = bytes;
-      return stage.ptr;
-    }
-  };
-
-  // Host buffers of one operation staged through the backend's device buffer. `total` bounds
-  // the bytes of every host buffer of the operation: the buffer grows (at most) once, before
-  // the first slot is handed out, so slots stay valid for the whole operation.
-  class staged {
-   public:
-    staged(state& s, const char* op, std::size_t total) : s_(s), op_(op), total_(total) {}
-    // The device address of `bytes` at p: p itself when it is device memory, else a staging slot
-    // (filled from p when `copy`).
-    template <class P>
-    P* in(P* p, std::size_t bytes, bool copy = true) {
-      if (p == nullptr || bytes == 0 || is_device(p)) return p;
-      if (!grown_) {
-        s_.grow(total_ + 256 * 8, op_);
-        grown_ = true;
-      }
-      const std::size_t at = used_;
-      used_ += (bytes + 255) & ~std::size_t{255};
-      if (used_ > s_.stage.bytes) throw error("nccl", std::string("nccl ") + op_ + ": internal: staging slots exceed the reserved bytes");
-      auto* d = static_cast<unsigned char*>(s_.stage.ptr) + at;
-      if (copy) s_.enqueue_cuda(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, s_.stream), op_);
-      return reinterpret_cast<P*>(d);
-    }
-    // The device address of q when q lies inside the host buffer `outer` (outer_bytes long)
-    // already staged at `outer_dev` (in-place reduce-scatter / all-gather); else in(q).
-    template <class Q>
-    Q* inside(const void* outer, std::size_t outer_bytes, const void* outer_dev, Q* q, std::size_t bytes, bool copy) {
-      if (q == nullptr || bytes == 0) return q;
-      const auto o = reinterpret_cast<std::uintptr_t>(outer), x = reinterpret_cast<std::uintptr_t>(q);
-      if (outer != nullptr && outer_dev != outer && x >= o && x + bytes <= o + outer_bytes) {
-        auto* d = const_cast<unsigned char*>(static_cast<const unsigned char*>(outer_dev)) + (x - o);
-        if (copy) s_.enqueue_cuda(cudaMemcpyAsync(d, q, bytes, cudaMemcpyHostToDevice, s_.stream), op_);
-        return reinterpret_cast<Q*>(d);
-      }
-      return in(q, bytes, copy);
-    }
-    // Copies a staged result back to the host buffer. Called after the operation's polled
-    // wait: a copy into pageable memory blocks inside the driver until the stream gets to it, so
-    // queued behind a collective with a dead peer it would hang where the wait times out.
-    void out(void* host, const void* dev, std::size_t bytes) {
-      if (host == nullptr || bytes == 0 || host == dev) return;
-      s_.enqueue_cuda(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s_.stream), op_);
-      s_.wait(op_);
-    }
-
-   private:
-    static bool is_device(const void* p) {
-      cudaPointerAttributes a{};
-      if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-      }
-      return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-    }
-    state& s_;
-    const char* op_;
-    std::size_t total_ = 0, used_ = 0;
-    bool grown_ = false;
-  };
+  using state = nccl_detail::comm_state;
+  using staged = nccl_detail::staged;
 
   static int pick_device(int device, int rank) {
     int count = 0;

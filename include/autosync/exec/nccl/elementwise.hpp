@@ -17,7 +17,9 @@
 //   average (uncompressed):                 f32: (float)(x * factor); f64: x * factor;
 //                                           f16/bf16: narrow((double)widen(h) * factor), to inf
 // These are exactly the operations of exec/compress.hpp encode/decode and of the executor's
-// host `scale`, in the same order, so the device path gives the same bits as the MPI path.
+// host `scale`, in the same order, so the device path gives the same bits as the MPI path (the
+// division by a power-of-two scale is the multiplication by its exact inverse). The walk of a
+// bucket (vectors, alignment, rows) is exec/nccl/bucket_walk.hpp.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +99,12 @@ AUTOSYNC_HD format16 format_of(wire16 w) {
 }
 
 // Rounds a double (saturate: overflow gives +-max finite, else +-inf) — detail::narrow<F, double>.
+//
+// Fast path (a normal result, the common case): rebias the exponent and round the top mantissa
+// bits to nearest even in 32-bit integer arithmetic on the double's two words,
+//   r = (e_fmt << M) | mantissa[51 .. 52-M];  r += rest > half || (rest == half && r odd)
+// (a carry out of the mantissa correctly bumps the exponent). A result that would be subnormal,
+// overflow, or an input that is zero / subnormal / inf / NaN takes the general path below.
 AUTOSYNC_HD std::uint16_t narrow(double x, wire16 w, bool saturate) {
   const format16 F = format_of(w);
   constexpr int E = 11, Msrc = 52;
@@ -104,6 +112,19 @@ AUTOSYNC_HD std::uint16_t narrow(double x, wire16 w, bool saturate) {
   const std::uint64_t bits = bits_of(x);
   const std::uint32_t sign = (bits >> (E + Msrc)) != 0 ? F.sign_bit : 0u;
   const auto ebits = static_cast<int>((bits >> Msrc) & ((std::uint64_t{1} << E) - 1));
+  {
+    const int e = ebits - 1023 + F.bias;  // the format's biased exponent, before rounding
+    if (e >= 1 && e < static_cast<int>(F.exp_mask)) {
+      const int dh = Msrc - M - 32;  // mantissa bits dropped from the high word (10 f16, 13 bf16)
+      const auto hi = static_cast<std::uint32_t>(bits >> 32), lo = static_cast<std::uint32_t>(bits);
+      const std::uint32_t mant_hi = hi & 0xfffffu;
+      std::uint32_t r = (static_cast<std::uint32_t>(e) << M) | (mant_hi >> dh);
+      const std::uint32_t rest = mant_hi & ((1u << dh) - 1u), half = 1u << (dh - 1);
+      r += (rest > half || (rest == half && (lo != 0u || (r & 1u)))) ? 1u : 0u;
+      if (r < F.inf_bits) return static_cast<std::uint16_t>(sign | r);
+      // rounded up to infinity: the general path decides (saturate or inf)
+    }
+  }
   const std::uint64_t man = bits & ((std::uint64_t{1} << Msrc) - 1);
   if (ebits == (1 << E) - 1) return static_cast<std::uint16_t>(sign | (man != 0 ? F.qnan_bits : F.inf_bits));
   if (ebits == 0 && man == 0) return static_cast<std::uint16_t>(sign);
@@ -134,8 +155,14 @@ AUTOSYNC_HD std::uint16_t narrow(double x, wire16 w, bool saturate) {
                                     static_cast<std::uint32_t>(r - (std::uint64_t{1} << M)));
 }
 
-// Exact widening to float — detail::widen<F>.
+// Exact widening to float — detail::widen<F>. bf16 is the top half of a float: the bits shifted,
+// a NaN made quiet (as detail::widen does).
 AUTOSYNC_HD float widen(std::uint16_t h, wire16 w) {
+  if (w == wire16::bf16) {
+    const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+    const bool nan = (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0u;
+    return float_of(u | (nan ? 0x00400000u : 0u));
+  }
   const format16 F = format_of(w);
   const int M = F.man_bits;
   const std::uint32_t sign = (h & F.sign_bit) ? 0x80000000u : 0u;
@@ -160,14 +187,24 @@ AUTOSYNC_HD float widen(std::uint16_t h, wire16 w) {
 AUTOSYNC_HD bool finite(double v) { return ((bits_of(v) >> 52) & 0x7ffu) != 0x7ffu; }
 
 // One element of exec::encode: returns the wire bits, updates *residual (may be null).
-AUTOSYNC_HD std::uint16_t encode_one(double x, double* residual, wire16 w, double scale) {
+// inv_scale = 1 / scale, exactly: exec::wire_scale is a power of two, so x * inv_scale is x /
+// scale bit for bit (one correctly rounded product of the same real number) without a division.
+AUTOSYNC_HD std::uint16_t encode_one(double x, double* residual, wire16 w, double scale, double inv_scale) {
   const double v = residual ? x + *residual : x;
   const std::uint16_t h = narrow(v * scale, w, true);
   if (residual) {
-    const double back = static_cast<double>(widen(h, w)) / scale;
+    const double back = static_cast<double>(widen(h, w)) * inv_scale;
     *residual = finite(v) ? v - back : 0.0;
   }
   return h;
+}
+
+// Whether `scale` is a power of two (2^k, normal): then 1 / scale is exact and encode_one's
+// product equals exec::encode's quotient. The launchers refuse other scales.
+AUTOSYNC_HD bool power_of_two(double scale) {
+  const std::uint64_t b = bits_of(scale);
+  const auto e = static_cast<int>((b >> 52) & 0x7ffu);
+  return (b >> 63) == 0 && (b & ((std::uint64_t{1} << 52) - 1)) == 0 && e > 0 && e < 0x7fe;
 }
 
 // One element of exec::decode with k = factor / scale (computed once, as exec::decode does).
@@ -204,29 +241,25 @@ AUTOSYNC_HD int locate(const segment_row* rows, int n, std::int64_t i) {
   return lo;
 }
 
+// The row of fused element i >= rows[r].fused, starting from row r (elements only grow along a
+// thread's walk): r itself when the next row starts after i, else a binary search after r.
+AUTOSYNC_HD int locate_after(const segment_row* rows, int n, int r, std::int64_t i) {
+  if (r + 1 >= n || rows[r + 1].fused > i) return r;
+  int lo = r + 1, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (rows[mid].fused <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 // The tensor element of fused element i inside row s.
 AUTOSYNC_HD std::int64_t tensor_element(const segment_row& s, std::int64_t i) {
   const std::int64_t k = i - s.fused;
   if (s.blocks == 1) return s.offset + k;
   const std::int64_t b = k / s.block;
   return s.offset + b * s.stride + (k - b * s.block);
-}
-
-// One thread's share of one tile (kernels.cuh for_each_element): elements start + j * threads
-// + tid for j < items, below n, each with its row; the row is located once per tile and
-// advanced (elements grow with j). The host test runs this very function.
-#if defined(__CUDACC__)
-#pragma nv_exec_check_disable
-#endif
-template <class Op>
-AUTOSYNC_HD void walk_tile(const segment_row* rows, int nrows, std::int64_t n, std::int64_t start, int threads, int items, int tid, Op&& op) {
-  int r = locate(rows, nrows, start);
-  for (int j = 0; j < items; ++j) {
-    const std::int64_t e = start + static_cast<std::int64_t>(j) * threads + tid;
-    if (e >= n) break;
-    while (r + 1 < nrows && rows[r + 1].fused <= e) ++r;
-    op(e, rows[r]);
-  }
 }
 
 }  // namespace autosync::exec::nccl::ew
