@@ -138,8 +138,7 @@ int main(int argc, char** argv) {
 
     strategy_desc strategy;
     if (a.strategy_file.empty()) {
-      search::options so;
-      so.time_budget_s = 0.0;  // the evaluation budget ends the search: every rank finds the same strategy
+      const search::options so;  // deterministic (counted budgets): every rank finds the same strategy
       strategy = search::optimize(model, cluster, so).strategy;
     } else {
       strategy = io::load_strategy_file(a.strategy_file, model, cluster);

@@ -1,11 +1,15 @@
 // `autosync explain strategy.json`: validate a strategy file against a model and cluster, show
-// its groups (io/report.hpp) and cost it (cost::estimate), optionally drawing the timeline.
+// its groups (io/report.hpp) and cost it (cost::estimate): the predicted iteration, the lower
+// bound and the bottleneck resource (search/report.hpp), and per group what its choice saves
+// over the fastest one-aspect alternative; optionally draw the timeline.
 #include "cli.hpp"
 
 #include <autosync/cost/estimate.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/io/report.hpp>
+#include <autosync/io/search_report.hpp>
 #include <autosync/io/svg.hpp>
+#include <autosync/search/report.hpp>
 
 #include <iostream>
 #include <memory>
@@ -17,7 +21,7 @@ namespace {
 struct explain_opts {
   model_cluster_opts in;
   std::string strategy;
-  bool all_groups = false;
+  bool all_groups = false, allow_lossy = false;
 };
 
 int run_explain(const explain_opts& o) {
@@ -29,6 +33,8 @@ int run_explain(const explain_opts& o) {
   std::cout << "strategy '" << s.name << "' for " << m.name << " on " << c.name << "\n";
   io::print_groups(std::cout, m, c, s, o.all_groups);
   std::cout << "\n" << io::describe_prediction(p) << "\n";
+  io::print_bottleneck(std::cout, search::bottleneck(m, c, s));
+  io::print_alternatives(std::cout, m, c, s, search::knowledge{search::knowledge{}.tiny_bytes, o.allow_lossy});
   if (!o.in.timeline.empty()) {
     write_file(o.in.timeline, io::timeline_svg(m, s, p, m.name + " on " + c.name + ": " + s.name), "timeline");
     std::cout << "wrote " << o.in.timeline << "\n";
@@ -44,6 +50,7 @@ subcommand add_explain(CLI::App& app) {
   add_model_cluster(sub, o->in);
   sub->add_option("strategy", o->strategy, "strategy JSON file")->required();
   sub->add_flag("--all-groups", o->all_groups, "list every group on its own row");
+  sub->add_flag("--allow-lossy", o->allow_lossy, "let the alternatives use lossy compression (fp16/bf16)");
   return {sub, [o](program&) { return run_explain(*o); }};
 }
 

@@ -1,17 +1,24 @@
 // `autosync optimize` (the default command): search the best strategy for a model on a cluster
 // (search::optimize), print it next to every baseline (io/search_report.hpp), and write it as JSON,
 // as a header of policy types and as a timeline picture on request. The search shows its
-// progress on a terminal and is deterministic for a --seed.
+// progress on a terminal and is deterministic for a --seed (counted budgets, no clock). Its
+// answer is the simplest strategy within --epsilon of the best score; the embedded learned
+// correction re-ranks the best candidates unless --no-correction. --compute-scale X costs the
+// model with its FLOPs x X, as `autosync run --compute-scale X` simulates compute.
 #include "cli.hpp"
 
+#include <autosync/cost/corrected.hpp>
+#include <autosync/cost/default_correction.hpp>
 #include <autosync/cost/estimate.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/io/report.hpp>
 #include <autosync/io/svg.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/io/search_report.hpp>
+#include <autosync/learn/dataset.hpp>
 #include <autosync/strategy/emit.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -26,17 +33,23 @@ namespace {
 struct optimize_opts {
   model_cluster_opts in;
   std::uint64_t seed = 1;
-  bool json = false, allow_lossy = false;
+  bool json = false, allow_lossy = false, no_correction = false;
   std::size_t budget = 0;
+  double epsilon = search::default_epsilon, compute_scale = 1.0;
   std::string out, header;
 };
 
 int run_optimize(const optimize_opts& o) {
-  const auto m = load_model(o.in.model);
+  if (!(o.compute_scale >= 0.0) || !std::isfinite(o.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
+  if (!(o.epsilon >= 0.0) || !std::isfinite(o.epsilon)) throw error("--epsilon", "must be a finite number >= 0");
+  // the model as `autosync run --compute-scale X` runs it: FLOPs x X
+  const auto m = learn::scaled_compute(load_model(o.in.model), o.compute_scale);
   const auto c = load_cluster(o.in.cluster);
   search::options opt;
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
+  opt.epsilon = o.epsilon;
+  if (!o.no_correction) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
   if (o.budget > 0) opt.max_evaluations = o.budget;
   const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;
   if (tty) {
@@ -81,6 +94,12 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
   sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16/bf16)");
   sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate");
+  sub->add_option("--epsilon", o->epsilon, "answer the simplest strategy within this relative tolerance of the best score")
+      ->capture_default_str();
+  sub->add_flag("--no-correction", o->no_correction, "rank by the analytical model only (no re-rank by the embedded learned correction)");
+  sub->add_option("--compute-scale", o->compute_scale,
+                  "cost compute as FLOPs x this, as `autosync run --compute-scale` simulates it (0: no compute)")
+      ->capture_default_str();
   return {sub, [o](program&) { return run_optimize(*o); }};
 }
 

@@ -1,5 +1,6 @@
 // `autosync sample`: strategies to try for real — random draws from the search space
-// (learn::random_strategies: every draw obeys the search's knowledge rules and validates), every
+// (search::sample, the one sampler `tune` proposes from too: every draw obeys the search's
+// knowledge rules and validates), every
 // baseline of strategy/baselines.hpp with --baselines, and the strategy search::optimize finds
 // (with --seed) with --search, all for the same (scaled) model and cluster. Files:
 // DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json; one path per line

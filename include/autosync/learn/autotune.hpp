@@ -239,7 +239,6 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       search::options so;
       so.seed = o.seed;
       so.max_evaluations = o.search_evaluations;
-      so.time_budget_s = 0.0;
       so.allow_lossy = o.allow_lossy;
       auto found = search::optimize(m, c, so).strategy;
       found.name = "search";

@@ -1,0 +1,212 @@
+// autosync/search/pick.hpp — the answer: the simplest strategy within epsilon of the best score.
+//
+//   1. candidates   the archive's front (the simplest strategy for each predicted time) and its
+//                   top (the fastest few), those predicted within 50 % of the fastest;
+//   2. score        analytical, or with options.correction: corrected x exp(w |log factor|),
+//                   x max(1, serial replay / estimate) for parameter servers with
+//                   options.serial_executor (search/options.hpp, search/serial.hpp);
+//   3. pick         the best-scored candidate B sets two thresholds: a candidate qualifies when
+//                   its model time (the estimate, x serial replay / estimate with
+//                   serial_executor) is within (1 + epsilon) of B's and its score within
+//                   (1 + tolerance) of B's, tolerance = epsilon + w x |log factor of B| (a
+//                   correction that moves a prediction that far is not trusted to finer
+//                   distinctions; without a correction both conditions are one). Among the
+//                   qualifying candidates,
+//                   the least complex (fewest groups, then fewest non-default aspects), ties by
+//                   score;
+//   4. polish       the pick is simplified further while it stays under the threshold: runs
+//                   merge with their neighbour (either one's strategy), large tensors rejoin
+//                   their run, one aspect at a time returns to its default (group_desc{}).
+//                   A change is taken only when it lowers the complexity, so the polish ends;
+//                   it has a budget of its own, 8 evaluations per group + 16. Each
+//                   simplification must qualify under the same two thresholds.
+//
+// The thresholds are fixed by B, so the answer is never more than epsilon worse than B by the
+// model, however many simplifications it took.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/estimate.hpp>
+#include <autosync/model.hpp>
+#include <autosync/search/options.hpp>
+#include <autosync/search/selection.hpp>
+#include <autosync/search/serial.hpp>
+#include <autosync/search/space.hpp>
+#include <autosync/strategy/descriptor.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace autosync::search::detail {
+
+class picker {
+ public:
+  picker(const model_spec& m, const cluster_spec& c, const options& o, const space& sp, const cost::evaluator& ev,
+         std::size_t& evaluated, std::uint64_t& work)
+      : m_(m), c_(c), o_(o), sp_(sp), ev_(ev), evaluated_(evaluated), work_(work) {}
+
+  // Fills r.epsilon, r.reranked, r.best_score, r.score, r.log_factor; returns the pick.
+  kept pick(const archive& a, double best_time, result& r) {
+    std::vector<const kept*> pool;
+    for (const auto* list : {&a.front(), &a.top()})
+      for (const auto& e : *list) {
+        if (!(e.time <= best_time * 1.5)) continue;
+        bool dup = false;
+        for (const auto* q : pool) dup = dup || (q->flat && e.flat && q->point == e.point) || (!q->flat && !e.flat && q->desc.name == e.desc.name);
+        if (!dup) pool.push_back(&e);
+      }
+    r.epsilon = o_.epsilon;
+    r.reranked = o_.correction.corrected();
+    if (pool.empty()) throw error("search", "no strategy was costed");
+    std::vector<scored> sc;
+    sc.reserve(pool.size());
+    for (const auto* e : pool) sc.push_back(score(e->flat ? sp_.materialize(e->point) : e->desc));
+    std::size_t top = 0;
+    for (std::size_t i = 1; i < sc.size(); ++i)
+      if (sc[i].score < sc[top].score) top = i;
+    const double best = sc[top].score;
+    // a correction that moves the best strategy by |log factor| is not trusted to finer than
+    // uncertainty_weight x that: its score's tolerance grows by it; the model's stays epsilon
+    r.tolerance = o_.epsilon + o_.uncertainty_weight * std::abs(sc[top].log_factor);
+    thr_score_ = best * (1.0 + r.tolerance);
+    thr_model_ = sc[top].model * (1.0 + o_.epsilon);
+    r.reference = sc[top].model;
+    std::size_t at = pool.size();
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (!within(sc[i])) continue;
+      if (at == pool.size() || pool[i]->key < pool[at]->key || (pool[i]->key == pool[at]->key && sc[i].score < sc[at].score)) at = i;
+    }
+    pick_ = *pool[at];
+    score_ = sc[at];
+    if (pick_.flat) polish();
+    r.best_score = best;
+    r.score = score_.score;
+    r.log_factor = score_.log_factor;
+    return pick_;
+  }
+
+ private:
+  struct scored {
+    double score = 0.0, log_factor = 0.0;
+    double model = 0.0;  // the analytical estimate (x serial replay / estimate with serial_executor)
+  };
+  [[nodiscard]] bool within(const scored& x) const { return x.score <= thr_score_ && x.model <= thr_model_; }
+  [[nodiscard]] scored score(const strategy_desc& s) const {
+    scored r;
+    if (!o_.correction.corrected()) {
+      r.model = ev_(s).iteration;
+    } else {
+      const auto p = o_.correction(m_, c_, s);
+      r.model = p.analytical.iteration;
+      r.log_factor = p.log_factor;
+    }
+    const bool ps = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; });
+    if (o_.serial_executor && ps) {
+      const auto sr = serial_replay(m_, c_, s);
+      if (sr.estimate > 0.0) r.model *= std::max(1.0, sr.iteration / sr.estimate);
+    }
+    r.score = r.model * std::exp(r.log_factor + o_.uncertainty_weight * std::abs(r.log_factor));
+    return r;
+  }
+
+  // Takes `next` when it is simpler than the pick and scores under the threshold.
+  bool simpler(const candidate& next) {
+    if (evaluated_ >= limit_ || !sp_.feasible(next)) return false;
+    sp_.materialize(next, scratch_);
+    const auto key = complexity_of(scratch_);
+    if (!(key < pick_.key)) return false;
+    const auto s = score(scratch_);
+    ++evaluated_;
+    work_ += items_of(m_, scratch_);
+    if (!within(s)) return false;
+    pick_.point = next;
+    pick_.key = key;
+    score_ = s;
+    return true;
+  }
+
+  // Each aspect of g alone back to its default (group_desc{}); the architecture with the
+  // default topology.
+  template <class Try>
+  static void simplify_group(const group_desc& g, Try&& attempt) {
+    const group_desc d{};
+    auto with = [&](auto&& edit) {
+      group_desc x = g;
+      edit(x);
+      x = space::normalized(x);
+      if (!(x == g)) attempt(x);
+    };
+    with([&](group_desc& x) {
+      x.architecture = d.architecture;
+      x.topology = d.topology;
+    });
+    with([&](group_desc& x) { x.topology = d.topology; });
+    with([&](group_desc& x) { x.schedule = d.schedule; });
+    with([&](group_desc& x) { x.partitioner = d.partitioner; });
+    with([&](group_desc& x) { x.compression = d.compression; });
+    with([&](group_desc& x) { x.placement = d.placement; });
+    with([&](group_desc& x) { x.replication = d.replication; });
+    with([&](group_desc& x) { x.fusion = d.fusion; });
+  }
+
+  void polish() {
+    auto& p = pick_.point;
+    limit_ = evaluated_ + 8 * (p.runs.size() + p.own.size()) + 16;
+    candidate next;
+    for (bool again = true; again && evaluated_ < limit_;) {
+      again = false;
+      for (std::size_t r = p.runs.size(); r-- > 1 && evaluated_ < limit_;) {  // neighbouring runs merge
+        if (r >= p.runs.size()) continue;
+        for (int side = 0; side < 2; ++side) {
+          next = p;
+          if (side == 1) next.runs[r - 1] = next.runs[r];
+          next.starts.erase(next.starts.begin() + static_cast<std::ptrdiff_t>(r));
+          next.runs.erase(next.runs.begin() + static_cast<std::ptrdiff_t>(r));
+          if (simpler(next)) {
+            again = true;
+            break;
+          }
+        }
+      }
+      for (std::size_t s = 0; s < p.own.size() && evaluated_ < limit_; ++s) {  // overrides rejoin their run
+        if (!p.own[s] || sp_.slot_sparse(s)) continue;
+        next = p;
+        next.own[s] = 0;
+        again = simpler(next) || again;
+      }
+    }
+    for (std::size_t r = 0; r < p.runs.size() && evaluated_ < limit_; ++r)  // aspects back to defaults
+      simplify_group(p.runs[r], [&](const group_desc& x) {
+        next = p;
+        next.runs[r] = x;
+        (void)simpler(next);
+      });
+    for (std::size_t s = 0; s < p.own.size() && evaluated_ < limit_; ++s) {
+      if (!p.own[s]) continue;
+      simplify_group(p.owned[s], [&](const group_desc& x) {
+        next = p;
+        next.owned[s] = x;
+        (void)simpler(next);
+      });
+    }
+  }
+
+  const model_spec& m_;
+  const cluster_spec& c_;
+  const options& o_;
+  const space& sp_;
+  const cost::evaluator& ev_;
+  std::size_t& evaluated_;
+  std::uint64_t& work_;
+  std::size_t limit_ = 0;
+  double thr_score_ = 0.0, thr_model_ = 0.0;
+  kept pick_;
+  scored score_;
+  strategy_desc scratch_;
+};
+
+}  // namespace autosync::search::detail
