@@ -113,6 +113,9 @@ inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precisio
 //   linear      rows, out features, in features         -            GEMM; bias: + row reduction in backward
 //   conv        batch*Hout*Wout, Cout, Cin/groups*kh*kw  input elements (implicit GEMM, cuDNN)
 //   matmul      m, n, k of each of `count` products      -            weightless batched matmul (attention)
+//   attention   queries, keys, head dim; count = batch x heads   -     fused attention (SDPA: FlashAttention
+//                                                                      or memory-efficient; `causal`: masked
+//                                                                      half skipped); scores stay on chip
 //   batch_norm  -                                        activation elements (statistics over the batch)
 //   layer_norm  -                                        activation elements (statistics per row)
 //   activation  -                                        elements     ReLU, GELU, tanh ...
@@ -128,13 +131,14 @@ inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precisio
 //   loss        -                                        logits (cross entropy: log-softmax + NLL)
 enum class layer_kind : std::uint8_t {
   linear, conv, matmul, batch_norm, layer_norm, activation, add, scale, copy, dropout, softmax, max_pool, avg_pool,
-  embedding, loss
+  embedding, loss, attention
 };
 
 inline constexpr layer_kind all_layer_kinds[] = {
     layer_kind::linear,     layer_kind::conv,     layer_kind::matmul,   layer_kind::batch_norm, layer_kind::layer_norm,
     layer_kind::activation, layer_kind::add,      layer_kind::scale,    layer_kind::copy,       layer_kind::dropout,
-    layer_kind::softmax,    layer_kind::max_pool, layer_kind::avg_pool, layer_kind::embedding,  layer_kind::loss};
+    layer_kind::softmax,    layer_kind::max_pool, layer_kind::avg_pool, layer_kind::embedding,  layer_kind::loss,
+    layer_kind::attention};
 
 [[nodiscard]] constexpr std::string_view name_of(layer_kind k) noexcept {
   switch (k) {
@@ -153,6 +157,7 @@ inline constexpr layer_kind all_layer_kinds[] = {
     case layer_kind::avg_pool: return "avg_pool";
     case layer_kind::embedding: return "embedding";
     case layer_kind::loss: return "loss";
+    case layer_kind::attention: return "attention";
   }
   return "linear";
 }
@@ -165,7 +170,7 @@ inline constexpr layer_kind all_layer_kinds[] = {
 
 // The GEMM-shaped kinds (m, n, k describe the product); the others move `elements`.
 [[nodiscard]] constexpr bool matrix_kind(layer_kind k) noexcept {
-  return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul;
+  return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul || k == layer_kind::attention;
 }
 
 // One layer (one framework op, or a module's op) in forward order. `tensor` is the tensor whose
@@ -182,6 +187,9 @@ struct layer {
   std::int64_t elements = 0;         // memory-bound kinds (see layer_kind); conv: input elements
   std::int64_t outputs = 0;          // pooling: output elements
   bool bias = false;                 // linear / conv: a bias is added (its gradient is a reduction)
+  bool causal = false;               // attention: a causal mask (the kernel skips the masked half)
+  bool channels_last = false;        // conv: the network runs NHWC (torch.channels_last): no layout
+                                     // transposes around tensor-core convolutions
   bool input_grad = true;            // backward computes the input's gradient: false for a first
                                      // layer whose input needs none, and for elementwise ops whose
                                      // gradient passes through unchanged (adding a constant mask)
@@ -220,10 +228,10 @@ struct model_spec {
   std::int64_t batch_per_device = 0;
   std::string source;              // where the numbers come from
   precision training_precision = precision::pytorch_fp32;  // how it trains (see `precision`)
-  std::vector<layer> layers;       // forward order; empty: FLOPs only
+  std::vector<layer> layers{};     // forward order; empty: FLOPs only
   double measured_forward = 0.0;   // seconds, with a measured profile (tensors' ready_time)
   double measured_backward = 0.0;  // seconds from the start of backward to its end
-  std::string measured_on;         // the device the profile was measured on
+  std::string measured_on{};       // the device the profile was measured on
 
   [[nodiscard]] constexpr bool has_profile() const noexcept {
     return measured_backward > 0.0 && !tensors.empty() && tensors.front().ready_time >= 0.0;

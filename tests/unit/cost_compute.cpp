@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,85 +70,137 @@ TEST_CASE("compute: the roofline of a GEMM — exact waves, tile and wave quanti
   const auto d = round_device();
   const cost::roofline r{&d};
   // 1280^3 fp32: 10 x 10 tiles = 10 waves of 10 SMs, 2 x 128 x 128 x 1280 FLOPs a tile at 5 TFLOP/s
-  const double per_tile = 2.0 * 128 * 128 * 1280 / 5e12;
-  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(10 * per_tile).epsilon(1e-12));
+  const double per_tile = 2.0 * 128 * 128 * 1280 / 5e12, K = 1e-6;  // K: the kernel floor, added
+  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(K + 10 * per_tile).epsilon(1e-12));
   CHECK(10 * per_tile == doctest::Approx(2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));  // = 2mnk / rate
   // one more row: 11 x 10 tiles, 11 waves
-  CHECK(r.gemm(1281, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(11 * per_tile).epsilon(1e-12));
+  CHECK(r.gemm(1281, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(K + 11 * per_tile).epsilon(1e-12));
+  // a 64-wide output gets 64-wide tiles: 10 x 1 tiles of 128 x 64, one wave
+  CHECK(r.gemm(1280, 64, 1280, 1, math_unit::fp32, 4, 4) ==
+        doctest::Approx(K + std::max(2.0 * 128 * 64 * 1280 / 5e12, (1280.0 * 1280 + 1280.0 * 64 + 1280.0 * 64) * 4 / 1e12)).epsilon(1e-12));
   // bf16 runs 4x faster than fp32 here
-  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::bf16, 2, 2) == doctest::Approx(10 * per_tile / 4).epsilon(1e-12));
+  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::bf16, 2, 2) == doctest::Approx(K + 10 * per_tile / 4).epsilon(1e-12));
   // 128 x 128 x 12800: one tile, split into min(10 SMs / 1, 12800 / 128) = 10 slices of k 1280 in
   // one wave (8.39 us of math), but the operands move 13,172,736 bytes (13.17 us at 1 TB/s); the
-  // reduction reads 10 fp32 partials and writes the result: 11 x 128 x 128 x 4 bytes = 0.72 us,
-  // under the 1 us floor.
+  // reduction, a second kernel, reads 10 fp32 partials and writes the result: 11 x 128 x 128 x 4
+  // bytes = 0.72 us.
   const double bytes = (128.0 * 12800 * 2) * 4 + 128.0 * 128 * 4;
-  CHECK(r.gemm(128, 128, 12800, 1, math_unit::fp32, 4, 4) == doctest::Approx(bytes / 1e12 + 1e-6).epsilon(1e-12));
-  // a tiny product is one kernel floor
-  CHECK(r.gemm(8, 8, 8, 1, math_unit::fp32, 4, 4) == doctest::Approx(1e-6).epsilon(1e-12));
-  // memory-bound kernels: bytes / (bandwidth x efficiency), at least the floor
-  CHECK(r.memory(3e6) == doctest::Approx(3e-6));
-  CHECK(r.memory(1.0) == doctest::Approx(1e-6));
+  CHECK(r.gemm(128, 128, 12800, 1, math_unit::fp32, 4, 4) ==
+        doctest::Approx(K + bytes / 1e12 + K + 11.0 * 128 * 128 * 4 / 1e12).epsilon(1e-12));
+  // a tiny product is about one kernel floor
+  CHECK(r.gemm(8, 8, 8, 1, math_unit::fp32, 4, 4) == doctest::Approx(K).epsilon(1e-3));
+  // memory-bound kernels: the floor + bytes / (bandwidth x efficiency)
+  CHECK(r.memory(3e6) == doctest::Approx(K + 3e-6));
+  CHECK(r.memory(1.0) == doctest::Approx(K + 1e-12));
 }
 
 TEST_CASE("compute: memory-bound layers move the bytes the table at the top of compute.hpp states") {
   const auto d = round_device();
   auto t = [&](const layer& l, precision p) { return cost::time_of(l, p, d); };
   const std::int64_t E = 1'000'000;
+  const double K = 1e-6;  // every kernel pays the floor; 1 MB moves in 1 us
   // ReLU: read E, write E | read dy and x, write dx — 4-byte elements at fp32, 2 under autocast
-  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).forward == doctest::Approx(8e-6));
-  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).backward == doctest::Approx(12e-6));
-  CHECK(t(op(layer_kind::activation, E), precision::bf16).forward == doctest::Approx(4e-6));
-  CHECK(t(op(layer_kind::activation, E, 8), precision::bf16).backward == doctest::Approx(8 * 6e-6));  // 8 kernels
+  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).backward == doctest::Approx(K + 12e-6));
+  CHECK(t(op(layer_kind::activation, E), precision::bf16).forward == doctest::Approx(K + 4e-6));
+  CHECK(t(op(layer_kind::activation, E, 8), precision::bf16).backward == doctest::Approx(8 * (K + 6e-6)));  // 8 kernels
   // dropout: the 1-byte mask written in forward, read in backward
-  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).forward == doctest::Approx(9e-6));
-  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).backward == doctest::Approx(9e-6));
+  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).forward == doctest::Approx(K + 9e-6));
+  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).backward == doctest::Approx(K + 9e-6));
   // a residual add reads two inputs; a pass-through mask has no backward kernel
-  CHECK(t(op(layer_kind::add, E), precision::pytorch_fp32).forward == doctest::Approx(12e-6));
+  CHECK(t(op(layer_kind::add, E), precision::pytorch_fp32).forward == doctest::Approx(K + 12e-6));
   layer mask = op(layer_kind::scale, E);
   mask.input_grad = false;
   CHECK(t(mask, precision::pytorch_fp32).backward == 0.0);
   // batch norm: statistics (r E) + normalize (r E, w E) | reduce (r 2E) + dx (r 2E, w E)
-  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).forward == doctest::Approx(12e-6));
-  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).backward == doctest::Approx(20e-6));
-  CHECK(t(op(layer_kind::batch_norm, E), precision::bf16).backward == doctest::Approx(10e-6));
+  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).forward == doctest::Approx(2 * K + 12e-6));
+  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).backward == doctest::Approx(2 * K + 20e-6));
+  CHECK(t(op(layer_kind::batch_norm, E), precision::bf16).backward == doctest::Approx(2 * K + 10e-6));
   // layer norm stays fp32 under autocast: r E w E | (r 2E w E) + (r 2E)
-  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).forward == doctest::Approx(8e-6));
-  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).backward == doctest::Approx(20e-6));
+  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).backward == doctest::Approx(2 * K + 20e-6));
   // softmax: r E w E | r 2E w E; autocast adds a cast up and a cast down each way (6 bytes each)
-  CHECK(t(op(layer_kind::softmax, E), precision::pytorch_fp32).forward == doctest::Approx(8e-6));
-  CHECK(t(op(layer_kind::softmax, E), precision::bf16).forward == doctest::Approx(8e-6 + 12e-6));
-  CHECK(t(op(layer_kind::softmax, E), precision::bf16).backward == doctest::Approx(12e-6 + 12e-6));
+  CHECK(t(op(layer_kind::softmax, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::softmax, E), precision::bf16).forward == doctest::Approx(3 * K + 8e-6 + 12e-6));
+  CHECK(t(op(layer_kind::softmax, E), precision::bf16).backward == doctest::Approx(3 * K + 12e-6 + 12e-6));
   // max pool 4:1 with 8-byte indices
   layer pool = op(layer_kind::max_pool, 4 * E);
   pool.outputs = E;
-  CHECK(t(pool, precision::pytorch_fp32).forward == doctest::Approx((16e6 + 12e6) / 1e12));
-  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx((12e6 + 16e6) / 1e12));
-  // the loss: log-softmax + NLL (one floor) | zeros + scatter (floor) + log-softmax backward
-  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).forward == doctest::Approx(8e-6 + 1e-6));
-  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).backward == doctest::Approx(4e-6 + 1e-6 + 12e-6));
+  CHECK(t(pool, precision::pytorch_fp32).forward == doctest::Approx(K + (16e6 + 12e6) / 1e12));
+  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx(K + (12e6 + 16e6) / 1e12));
+  // the loss: log-softmax + NLL (a floor) | zeros + scatter (a floor) + log-softmax backward
+  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).forward == doctest::Approx(2 * K + 8e-6));
+  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).backward == doctest::Approx(3 * K + 4e-6 + 12e-6));
+  // a sparse embedding's gradient is one copy of the rows of dY and their indices
+  layer emb = op(layer_kind::embedding, 1000 * 8);
+  emb.m = 50;
+  emb.n = 8;
+  CHECK(cost::time_of(emb, precision::pytorch_fp32, d, true).backward == doctest::Approx(K + (2.0 * 8000 * 4 + 2.0 * 8 * 1000) / 1e12));
+  CHECK(cost::time_of(emb, precision::pytorch_fp32, d, false).backward ==
+        doctest::Approx(7 * K + (2.0 * 8000 * 4 + 8.0 * 4 * 1000) / 1e12 + 50.0 * 8 * 4 / 1e12));
+}
+
+TEST_CASE("compute: fused attention — 128-query blocks in waves, 2.5x in backward, causal halves") {
+  const auto d = round_device();
+  layer a;
+  a.kind = layer_kind::attention;
+  a.m = a.n = 512;
+  a.k = 64;
+  a.count = 10;  // 4 blocks x 10 heads = 40 blocks = 4 waves of 10 SMs
+  const double K = 1e-6;
+  const double flops = 40 * 4.0 * 128 * 512 * 64;  // per block: QK^T and PV over all 512 keys
+  auto t = cost::time_of(a, precision::bf16, d);
+  CHECK(t.forward == doctest::Approx(K + flops / 200e12).epsilon(1e-12));
+  CHECK(t.backward == doctest::Approx(K + 2.5 * flops / 200e12).epsilon(1e-12));
+  a.causal = true;
+  t = cost::time_of(a, precision::bf16, d);
+  // half the products: now Q, K, V, O (4 x 512 x 64 x 10 x 2 bytes) take longer than the math
+  const double qkvo = 4.0 * 512 * 64 * 10 * 2;
+  CHECK(0.5 * flops / 200e12 < qkvo / 1e12);
+  CHECK(t.forward == doctest::Approx(K + qkvo / 1e12).epsilon(1e-12));
+  CHECK(t.backward == doctest::Approx(K + 2.0 * qkvo / 1e12).epsilon(1e-12));  // + dO in, dQ dK dV out
 }
 
 TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias reduction, autocast's weight casts") {
   const auto d = round_device();
+  const double K_ = 1e-6;
   layer l;
   l.kind = layer_kind::linear;
   l.m = 1280;
   l.n = 1280;
   l.k = 1280;
   l.bias = true;
-  const double g32 = 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // exact waves (see above)
+  const double g32 = K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // exact waves (see above), one floor
+  const double g = g32 - K_;
   const auto fp32 = cost::time_of(l, precision::pytorch_fp32, d);
   CHECK(fp32.forward == doctest::Approx(g32).epsilon(1e-12));
-  CHECK(fp32.backward == doctest::Approx(2 * g32 + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+  CHECK(fp32.backward == doctest::Approx(2 * g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
   const auto tf = cost::time_of(l, precision::tf32, d);
-  CHECK(tf.forward == doctest::Approx(g32 / 2).epsilon(1e-12));
+  CHECK(tf.forward == doctest::Approx(K_ + g / 2).epsilon(1e-12));
   const auto bf = cost::time_of(l, precision::bf16, d);
-  const double cast = 1280.0 * 1280 * 6 / 1e12;  // r 4 w 2 per weight
-  CHECK(bf.forward == doctest::Approx(g32 / 4 + cast).epsilon(1e-12));
-  CHECK(bf.backward == doctest::Approx(2 * g32 / 4 + 1280.0 * 1280 * 2 / 1e12 + cast).epsilon(1e-12));
+  const double cast = K_ + 1280.0 * 1280 * 6 / 1e12;  // r 4 w 2 per weight
+  CHECK(bf.forward == doctest::Approx(K_ + g / 4 + cast).epsilon(1e-12));
+  CHECK(bf.backward == doctest::Approx(2 * (K_ + g / 4) + K_ + 1280.0 * 1280 * 2 / 1e12 + cast).epsilon(1e-12));
   l.input_grad = false;  // a first layer: no dX
   CHECK(cost::time_of(l, precision::pytorch_fp32, d).backward ==
-        doctest::Approx(g32 + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+        doctest::Approx(g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+  // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not
+  layer c;
+  c.kind = layer_kind::conv;
+  c.m = 1280;
+  c.n = 1280;
+  c.k = 1280;
+  c.elements = 1280 * 1280;  // input elements (1x1 conv)
+  const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
+  c.channels_last = true;
+  const auto nhwc = cost::time_of(c, precision::pytorch_fp32, d);
+  const double tr = K_ + 2.0 * 1280 * 1280 * 4 / 1e12;  // one transpose of a 1280 x 1280 fp32 tensor
+  CHECK(nchw.forward - nhwc.forward == doctest::Approx(3 * tr).epsilon(1e-9));
+  CHECK(nchw.backward - nhwc.backward == doctest::Approx(4 * tr).epsilon(1e-9));
+  CHECK(cost::time_of(c, precision::fp32, d).forward == cost::time_of(c, precision::fp32, d).forward);
+  c.channels_last = false;
+  const auto simt = cost::time_of(c, precision::fp32, d);  // fp32 units: no transposes
+  CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
 }
 
 TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alone, a measured profile") {
@@ -184,12 +237,12 @@ TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alon
   m.validate();
   c = cost::compute(m, d, 7e12);
   CHECK(c.from == cost::compute_times::source::layers);
-  const double g32 = 2.0 * 1280.0 * 1280 * 1280 / 50e12;
-  CHECK(c.forward == doctest::Approx(8e-6 + g32 + 16e-6));
+  const double g32 = 1e-6 + 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // one GEMM with its floor
+  CHECK(c.forward == doctest::Approx(9e-6 + g32 + 17e-6));
   CHECK(c.backward[0] == doctest::Approx(2 * g32));
-  CHECK(c.backward[1] == doctest::Approx(24e-6));
-  CHECK(c.tail == doctest::Approx(12e-6));
-  CHECK(c.backward_total() == doctest::Approx(2 * g32 + 36e-6));
+  CHECK(c.backward[1] == doctest::Approx(25e-6));
+  CHECK(c.tail == doctest::Approx(13e-6));
+  CHECK(c.backward_total() == doctest::Approx(2 * g32 + 38e-6));
   // an undescribed device ignores the layers
   CHECK(cost::compute(m, device_compute{}, 7e12).from == cost::compute_times::source::flops);
   // a measured profile wins over everything: ready times in backward order (b first, then a)

@@ -15,7 +15,10 @@
 // The roofline (2). Every layer runs as the kernels PyTorch's eager CUDA path launches for it;
 // a kernel takes
 //
-//      t = max( flops / matrix rate,  bytes / (memory_bandwidth x memory_efficiency),  kernel_floor )
+//      t = kernel_floor + max( flops / matrix rate,  bytes / (memory_bandwidth x memory_efficiency) )
+//
+// The floor adds, it does not overlap: it is the device-side cost of one kernel (launch, ramp-up,
+// tail), which a stream of eager kernels pays one after another (an alpha-beta model per kernel).
 //
 // Matrix work (linear, conv, matmul) is a GEMM of m x n x k (conv: the implicit GEMM, m = batch x
 // Hout x Wout, n = Cout, k = Cin/groups x kh x kw). Its rate is the precision's peak x
@@ -24,14 +27,15 @@
 // one tile per SM at a time):
 //
 //   tile quantization   the last row/column of tiles is partly empty: ceil(m/128) ceil(n/128)
-//                       tiles are paid for m n of output;
+//                       tiles are paid for m n of output (an axis shorter than 128 gets the
+//                       narrowest of 64, 32, 16 that covers it: cuBLAS has narrow-tile kernels);
 //   wave quantization   tiles run in waves of `multiprocessors`: ceil(tiles / SMs) waves are paid;
 //   split-K             an output of fewer tiles than SMs (a weight gradient: out x in with k =
 //                       the batch's rows) is split along k into at most SMs / tiles slices (each
 //                       at least 128 deep) that run side by side, plus a reduction kernel that
 //                       reads and writes the fp32 partial sums (cuBLAS/cuDNN split-K kernels).
 //
-//   time = waves x 2 x 128 x 128 x ceil(k / slices) / (peak / SMs x matmul_efficiency)
+//   time = waves x 2 x tile_m x tile_n x ceil(k / slices) / (peak / SMs x matmul_efficiency)
 //
 // Which unit runs the product (model.hpp, `precision`):
 //
@@ -60,12 +64,19 @@
 //   avg_pool     1: r In, w Out                      1: r Out, w In
 //   embedding    1: r E (4-byte table), w E          dense: 1 zero the table gradient (rows x width
 //                                                    x 4), 6 sort/segment/sum kernels r 2E + 8 lookups;
-//                                                    sparse: the 6 kernels only
+//                                                    sparse (COO): 1 copy of dY rows and indices
 //   loss         2: log-softmax r E, w E; NLL        3: zero the gradient w E; NLL scatter
 //                   (one value per row: the floor)      (the floor); log-softmax backward r 2E, w E
 //   linear       1 GEMM (bias in the epilogue)       dX GEMM (input_grad), dW GEMM, bias: r rows x out
 //   conv         1 implicit GEMM                     dgrad (input_grad) + wgrad, bias: r M x Cout
+//                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
+//                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
+//                dy, x for wgrad, dW back, dx back), each r E w E (NVIDIA, "Convolutional Layers
+//                User's Guide", Tensor Layouts In Memory: NCHW vs NHWC)
 //   matmul       1 batched GEMM                      2 batched GEMMs (dA, dB)
+//   attention    fused (SDPA): 2 products per 128-query block, the keys streamed; backward 5
+//                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
+//                causal: half the products
 //
 // Under autocast every linear/conv also casts its fp32 weight to 16 bits in forward (r 4, w 2 per
 // parameter) and its 16-bit weight gradient back in backward (r 2, w 4); softmax casts its input
@@ -123,7 +134,7 @@ struct roofline {
   [[nodiscard]] constexpr double memory_rate() const noexcept { return device->memory_bandwidth * device->memory_efficiency; }
   // One memory-bound kernel moving `bytes`.
   [[nodiscard]] constexpr double memory(double bytes) const noexcept {
-    return std::max(bytes / memory_rate(), device->kernel_floor);
+    return device->kernel_floor + bytes / memory_rate();
   }
   // `count` products of m x n x k on `unit`: operands of `in_bytes`, output of `out_bytes` per
   // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
@@ -136,18 +147,26 @@ struct roofline {
                  dc = static_cast<double>(count);
     const double bytes = moved > 0.0 ? moved : dc * ((dm * dk + dk * dn) * in_bytes + dm * dn * out_bytes);
     const std::int64_t sms = device->multiprocessors;
-    if (sms <= 0) return std::max(std::max(2.0 * dm * dn * dk * dc / rate, bytes / memory_rate()), device->kernel_floor);
-    const std::int64_t tiles = ceil_div(m, gemm_tile) * ceil_div(n, gemm_tile) * count;
+    if (sms <= 0) return device->kernel_floor + std::max(2.0 * dm * dn * dk * dc / rate, bytes / memory_rate());
+    const std::int64_t tm = tile_for(m), tn = tile_for(n);
+    const std::int64_t tiles = ceil_div(m, tm) * ceil_div(n, tn) * count;
     std::int64_t slices = 1;
     if (tiles < sms) slices = std::max<std::int64_t>(1, std::min(sms / tiles, k / gemm_tile));
     const std::int64_t waves = ceil_div(tiles * slices, sms);
-    const double per_tile = 2.0 * double(gemm_tile) * double(gemm_tile) * static_cast<double>(ceil_div(k, slices));
+    const double per_tile = 2.0 * double(tm) * double(tn) * static_cast<double>(ceil_div(k, slices));
     const double math = static_cast<double>(waves) * per_tile / (rate / static_cast<double>(sms));
-    double t = std::max(std::max(math, bytes / memory_rate()), device->kernel_floor);
+    double t = device->kernel_floor + std::max(math, bytes / memory_rate());
     if (slices > 1) t += memory(static_cast<double>(slices + 1) * dm * dn * dc * 4.0);  // fp32 partials in, result out
     return t;
   }
 
+  // The tile side along one output axis: 128, or the smallest of 64, 32, 16 that covers a shorter
+  // axis (cuBLAS/cuDNN heuristics choose narrow tiles for narrow outputs).
+  [[nodiscard]] static constexpr std::int64_t tile_for(std::int64_t dim) noexcept {
+    std::int64_t t = 16;
+    while (t < gemm_tile && t < dim) t *= 2;
+    return t;
+  }
   [[nodiscard]] static constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
 };
 
@@ -179,6 +198,13 @@ struct layer_time {
       t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
                            conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0);
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
+      if (conv && !l.channels_last && u != math_unit::fp32) {
+        // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
+        // in and out (forward: x, W, y; backward: dy, dx back, x again for wgrad, dW back)
+        t.forward += r.memory(2.0 * x * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * out * in);
+        t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * x * in) + r.memory(2.0 * weights * in);
+        if (l.input_grad) t.backward += r.memory(2.0 * x * in);
+      }
       if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
         t.forward += r.memory(weights * 6.0);
         t.backward += r.memory(weights * 6.0);
@@ -191,6 +217,24 @@ struct layer_time {
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in);
       if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in);  // dA = dC B^T
       t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in);                     // dB = A^T dC
+      break;
+    }
+    case layer_kind::attention: {
+      // fused attention (FlashAttention-2 structure): one 128-query block of one head per SM at a
+      // time, streaming all keys; forward 2 products (S = Q K^T, O = P V), backward 5 (S again,
+      // dV, dP, dQ, dK: 2.5x the forward FLOPs); Q, K, V, O in | dO, Q, K, V, O in, dQ, dK, dV out
+      const math_unit u = unit_of(p, l.kind);
+      const double in = mixed ? 2.0 : 4.0;
+      const double rate = peak(d, u) * d.matmul_efficiency;
+      const double half = l.causal ? 0.5 : 1.0;
+      const std::int64_t blocks = roofline::ceil_div(l.m, gemm_tile) * l.count;
+      const double waves = d.multiprocessors > 0
+                               ? static_cast<double>(roofline::ceil_div(blocks, d.multiprocessors)) * static_cast<double>(d.multiprocessors)
+                               : static_cast<double>(blocks);
+      const double fwd_flops = waves * 4.0 * double(gemm_tile) * static_cast<double>(l.n) * static_cast<double>(l.k) * half;
+      const double qkvo = 4.0 * static_cast<double>(l.m) * static_cast<double>(l.k) * static_cast<double>(l.count) * in;
+      t.forward = d.kernel_floor + std::max(fwd_flops / rate, qkvo / r.memory_rate());
+      t.backward = d.kernel_floor + std::max(2.5 * fwd_flops / rate, 2.0 * qkvo / r.memory_rate());
       break;
     }
     case layer_kind::activation:
@@ -240,9 +284,13 @@ struct layer_time {
       // the table and its gradient stay fp32 (autocast does not cast embeddings)
       const double lookups = l.n > 0 ? E / static_cast<double>(l.n) : E;
       t.forward = r.memory(2.0 * E * 4.0 + 8.0 * lookups);
+      if (sparse_gradient) {  // a sparse COO gradient: the indices and the rows of dY, copied once
+        t.backward = r.memory(2.0 * E * 4.0 + 2.0 * 8.0 * lookups);
+        break;
+      }
       const double sort_and_sum = (2.0 * E * 4.0 + 8.0 * 4.0 * lookups) / 6.0;  // spread over 6 kernels
       for (int i = 0; i < 6; ++i) t.backward += r.memory(sort_and_sum);
-      if (!sparse_gradient) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * 4.0);
+      t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * 4.0);
       break;
     }
     case layer_kind::loss:

@@ -17,10 +17,12 @@
 // 1. Items: `autosync::expand` (strategy/items.hpp; `expand_into` in the evaluator): one item per
 //    tensor or shard, with its wire bytes (compressed, or touched rows of a sparse gradient)
 //    and its parameter server resolved. The strategy must be valid (strategy_desc::validate).
-// 2. Compute: forward = model.forward_flops / device_flops, backward of tensor t =
-//    t.backward_flops / device_flops (the slowest device of the cluster: data parallelism
-//    waits for it). Gradients become ready in model.backward_order(); the tensor at position
-//    k is ready at forward + the backward time of positions 0..k.
+// 2. Compute (cost/compute.hpp): the forward time and each tensor's backward time on the
+//    slowest device of the cluster (data parallelism waits for it) — from a measured profile,
+//    from the model's layers on the device's roofline at the model's precision, or from FLOPs
+//    alone (forward_flops / rate, backward_flops / rate). Gradients become ready in
+//    model.backward_order(); the tensor at position k is ready at forward + the backward time
+//    of positions 0..k (a profile: at forward + its measured ready time).
 // 3. Fusion: per group, the items in ready order are packed into buckets. The first bucket
 //    holds at most fusion.first_cap_bytes, the others fusion.cap_bytes (dense bytes, the
 //    size of the fusion buffer); a bucket closes when the next item would push it past its
@@ -109,6 +111,7 @@
 
 #include <autosync/cluster.hpp>
 #include <autosync/cost/collectives.hpp>
+#include <autosync/cost/compute.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -170,8 +173,9 @@ struct context {
 [[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
   context x;
   x.fab = make_fabric(c);
-  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
-  x.forward = m.forward_flops / flops;
+  // compute (step 2): cost/compute.hpp — a measured profile, the layers' roofline, or FLOPs
+  const compute_times ct = compute(m, c);
+  x.forward = ct.forward;
   const auto ord = m.backward_order();
   x.order.resize(ord.size());
   x.ready_at.resize(ord.size());
@@ -180,10 +184,10 @@ struct context {
   for (std::size_t k = 0; k < ord.size(); ++k) {
     x.order[k] = static_cast<std::uint32_t>(ord[k]);
     x.position[ord[k]] = static_cast<std::uint32_t>(k);
-    t += m.tensors[ord[k]].backward_flops / flops;
+    t = ct.from == compute_times::source::profile ? std::max(t, x.forward + ct.ready[ord[k]]) : t + ct.backward[ord[k]];
     x.ready_at[k] = t;
   }
-  x.backward = t - x.forward;
+  x.backward = t - x.forward + ct.tail;
   const auto W = x.fab.workers.size(), S = x.fab.servers.size();
   x.ps_unit.assign(2 * W, 0.0);
   x.ps_host_unit.assign(2 * S, 0.0);

@@ -125,6 +125,19 @@ class builder {
     m_.layers.push_back(std::move(l));
   }
 
+  // Fused attention (SDPA) over `count` heads x sequences: seq x seq scores of head width `dim`,
+  // never in memory. FLOPs as the two products it replaces (QK^T and AV), counted as untracked.
+  void attention(std::string_view name, std::int64_t seq, std::int64_t dim, std::int64_t count, bool causal) {
+    untracked(2.0 * 2.0 * double(seq) * double(seq) * double(dim) * double(count));
+    layer l = make(name, layer_kind::attention);
+    l.m = seq;
+    l.n = seq;
+    l.k = dim;
+    l.count = count;
+    l.causal = causal;
+    m_.layers.push_back(std::move(l));
+  }
+
   [[nodiscard]] std::int64_t batch() const noexcept { return m_.batch_per_device; }
 
   [[nodiscard]] model_spec finish() && {

@@ -1,9 +1,13 @@
 // autosync/zoo/models/transformers.hpp — BERT and GPT-2 (HuggingFace), tensors and layers.
 //
-// Layers follow the HuggingFace modules in training mode (dropout on) with eager attention
-// (attn_implementation="eager"): the attention scores are a (batch x heads) x seq x seq tensor
-// that is scaled, masked, soft-maxed and dropped out in memory. Per layer, T tokens, hidden H,
-// A = H / 64 heads, E = batch x A x seq^2 score elements:
+// Layers follow the HuggingFace modules in training mode (dropout on). Attention is the reference
+// implementation (attn_implementation="eager"): the scores are a (batch x heads) x seq x seq
+// tensor that is scaled, masked, soft-maxed and dropped out in memory. With `sdpa` true it is
+// torch.nn.functional.scaled_dot_product_attention instead (attn_implementation="sdpa": one fused
+// FlashAttention or memory-efficient kernel; the scores never reach memory). Measured on an H100
+// (README, "Compute"), GPT-2's forward time is that of eager attention — the fused kernel would
+// leave most of it unexplained — so eager is the zoo's default. Per layer, T tokens, hidden H,
+// A = H / 64 heads, E = batch x A x seq^2 score elements, eager:
 //
 //   BERT  query, key, value (T x H -> H) | q, k^T contiguous (copy 2 T H) | QK^T (A batch, seq x seq
 //         x 64) | / sqrt(64) (E) | + mask (E, gradient passes through) | softmax (E) | dropout (E) |
@@ -15,8 +19,8 @@
 //         ln_2 | c_fc (H -> 4H) | gelu_new (4 T H: the tanh formula written in Python, 8
 //         elementwise kernels) | mlp.c_proj | dropout | + residual
 //
-// Fused attention (SDPA / FlashAttention) keeps E out of memory: such a model is a different
-// description (export it with examples/export_pytorch_model.py, or measure it with --profile).
+// SDPA replaces everything from "q, k^T contiguous" to "AV" by one fused attention layer (the
+// head split is a view; merge heads is still a copy).
 #pragma once
 
 #include <autosync/zoo/models/builder.hpp>
@@ -32,8 +36,14 @@ namespace detail {
 // The attention core of one layer, from Q, K, V (rows x H each, already projected) to the merged
 // context (rows x H). `causal`: GPT-2's torch.where mask (a backward kernel) instead of BERT's
 // additive mask (its gradient passes through).
-inline void attention_core(builder& b, const std::string& p, std::int64_t batch, std::int64_t seq, std::int64_t h, bool causal) {
+inline void attention_core(builder& b, const std::string& p, std::int64_t batch, std::int64_t seq, std::int64_t h, bool causal,
+                           bool eager) {
   const std::int64_t heads = h / 64, tokens = batch * seq, scores = batch * heads * seq * seq;
+  if (!eager) {
+    b.attention(p + "sdpa", seq, 64, batch * heads, causal);
+    b.op(layer_kind::copy, p + "merge_heads", tokens * h);
+    return;
+  }
   b.op(layer_kind::copy, p + "qk_contiguous", tokens * h, 2);
   b.matmul(p + "scores", seq, seq, 64, batch * heads);
   b.op(layer_kind::scale, p + "scale", scores);
@@ -57,10 +67,10 @@ inline void attention_core(builder& b, const std::string& p, std::int64_t batch,
 //                    intermediate.dense H->4H | output.dense 4H->H, output.LayerNorm
 //   pooler.dense H->H on the [CLS] token (one row per sequence), tanh
 inline model_spec bert(std::string_view name, int layers, std::int64_t hidden, std::int64_t batch = 8,
-                       std::int64_t seq = 512) {
+                       std::int64_t seq = 512, bool sdpa = false) {
   detail::check_batch(batch);
   if (seq < 1 || seq > 512) throw error("seq_len", "must be in [1, 512] (BERT has 512 positions), got " + std::to_string(seq));
-  detail::builder b(name, batch, "HuggingFace transformers BertModel (with pooler; eager attention, training mode), "
+  detail::builder b(name, batch, std::string("HuggingFace transformers BertModel (with pooler; ") + (sdpa ? "SDPA" : "eager") + " attention, training mode), "
                     "named_parameters() order; FLOPs at batch x sequence " + std::to_string(batch) + "x" + std::to_string(seq),
                     5 + 16 * std::size_t(layers) + 2);
   constexpr std::int64_t vocab = 30522, positions = 512, types = 2;
@@ -77,7 +87,7 @@ inline model_spec bert(std::string_view name, int layers, std::int64_t hidden, s
     b.linear(p + "attention.self.query", h, h, tokens);
     b.linear(p + "attention.self.key", h, h, tokens);
     b.linear(p + "attention.self.value", h, h, tokens);
-    detail::attention_core(b, p + "attention.self.", batch, seq, h, false);
+    detail::attention_core(b, p + "attention.self.", batch, seq, h, false, !sdpa);
     b.linear(p + "attention.output.dense", h, h, tokens);
     b.op(layer_kind::dropout, p + "attention.output.dropout", tokens * h);
     b.op(layer_kind::add, p + "attention.output.residual", tokens * h);
@@ -107,11 +117,11 @@ inline model_spec bert_large(std::int64_t batch = 8, std::int64_t seq = 512) { r
 //        mlp.c_fc H->4H | mlp.c_proj 4H->H            (Conv1D weights stored (in, out))
 //   ln_f | tied LM head H->V | cross entropy
 inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hidden, std::int64_t batch = 4,
-                             std::int64_t seq = 1024) {
+                             std::int64_t seq = 1024, bool sdpa = false) {
   detail::check_batch(batch);
   if (seq < 1 || seq > 1024) throw error("seq_len", "must be in [1, 1024] (GPT-2 has 1024 positions), got " + std::to_string(seq));
-  detail::builder b(name, batch, "HuggingFace transformers GPT2LMHeadModel (LM head tied to wte; eager attention, "
-                    "training mode), named_parameters() order; FLOPs at batch x sequence " + std::to_string(batch) + "x" +
+  detail::builder b(name, batch, std::string("HuggingFace transformers GPT2LMHeadModel (LM head tied to wte; ") + (sdpa ? "SDPA" : "eager") +
+                    " attention, training mode), named_parameters() order; FLOPs at batch x sequence " + std::to_string(batch) + "x" +
                     std::to_string(seq), 2 + 12 * std::size_t(layers) + 2);
   constexpr std::int64_t vocab = 50257, positions = 1024;
   const std::int64_t tokens = batch * seq;
@@ -124,7 +134,7 @@ inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hid
     const std::string p = detail::indexed("h.", i, ".");
     b.norm(p + "ln_1", h, tokens * h, false);
     b.linear(p + "attn.c_attn", h, 3 * h, tokens, true);
-    detail::attention_core(b, p + "attn.", batch, seq, h, true);
+    detail::attention_core(b, p + "attn.", batch, seq, h, true, !sdpa);
     b.linear(p + "attn.c_proj", h, h, tokens, true);
     b.op(layer_kind::dropout, p + "attn.resid_dropout", tokens * h);
     b.op(layer_kind::add, p + "attn.residual", tokens * h);
