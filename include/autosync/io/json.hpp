@@ -6,14 +6,25 @@
 //              "tensors": [                                                          <- required
 //                {"name": "conv1.weight", "shape": [64, 3, 7, 7],                    <- required
 //                 "dtype": "f32", "sparse": false, "sparse_density": 1.0,
-//                 "backward_flops": 1.2e9, "ready_order": 3}, ...]}
+//                 "backward_flops": 1.2e9, "ready_order": 3, "ready_time": 0.0042}, ...],
+//              "precision": "pytorch-fp32" | "fp32" | "tf32" | "bf16" | "fp16",
+//              "layers": [{"name": "conv1", "kind": "conv", "tensor": 0, "m": 401408, "n": 64,
+//                          "k": 147, "count": 1, "elements": 4816896, "outputs": 0, "bias": false,
+//                          "causal": false, "input_grad": false, "channels_last": false}, ...],
+//              "measured_forward": 0.0064, "measured_backward": 0.0129, "measured_on": "H100"}
+//              (model.hpp: layer kinds and fields; a profile = every tensor's ready_time + the
+//              measured times, written by examples/export_pytorch_model.py --profile)
 //
 //   cluster:  {"name": "...", "device": "V100", "source": "...",
 //              "nodes": [                                                            <- required
 //                {"name": "n", "count": 4, "devices": 8,
 //                 "intra": {"bandwidth": 1.3e11, "latency": 5e-6},
 //                 "nic": {"bandwidth": "25Gb/s", "latency": "20us"},
-//                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11}]}
+//                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11,
+//                 "compute": {"fp32": 6.7e13, "tf32": 4.945e14, "bf16": 9.895e14, "fp16": 9.895e14,
+//                             "matmul_efficiency": 0.8, "memory_bandwidth": "3350GB/s",
+//                             "memory_efficiency": 0.9, "multiprocessors": 132, "kernel_floor": "4us"}}]}
+//              ("compute": the device's roofline, cluster.hpp device_compute; omitted: FLOPs alone)
 //              "count": N replicates the entry N times, names suffixed -0 .. -(N-1).
 //              Bandwidths: bytes/s as a number, or a string with a unit: B/s KB/s MB/s GB/s TB/s,
 //              KiB/s MiB/s GiB/s TiB/s (bytes), b/s Kb/s Mb/s Gb/s Tb/s (bits), also written
@@ -81,6 +92,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -677,7 +689,7 @@ template <class E>
 
 [[nodiscard]] inline tensor read_tensor(const json& j, const std::string& f) {
   expect_object(j, f, "a tensor");
-  check_keys(j, f, {"name", "shape", "dtype", "sparse", "sparse_density", "backward_flops", "ready_order"});
+  check_keys(j, f, {"name", "shape", "dtype", "sparse", "sparse_density", "backward_flops", "ready_order", "ready_time"});
   tensor t;
   t.name = read_string(require(j, f, "name"), member(f, "name"));
   const auto fs = member(f, "shape");
@@ -696,12 +708,40 @@ template <class E>
   if (const json* v = find(j, "sparse_density")) t.sparse_density = read_double(*v, member(f, "sparse_density"));
   if (const json* v = find(j, "backward_flops")) t.backward_flops = read_double(*v, member(f, "backward_flops"));
   if (const json* v = find(j, "ready_order")) t.ready_order = read_int32(*v, member(f, "ready_order"));
+  if (const json* v = find(j, "ready_time")) t.ready_time = read_double(*v, member(f, "ready_time"));
   return t;
+}
+
+// A layer of the compute model (model.hpp `layer`).
+[[nodiscard]] inline layer read_layer(const json& j, const std::string& f) {
+  expect_object(j, f, "a layer");
+  check_keys(j, f, {"name", "kind", "tensor", "m", "n", "k", "count", "elements", "outputs", "bias", "causal", "input_grad",
+                    "channels_last"});
+  layer l;
+  if (const json* v = find(j, "name")) l.name = read_string(*v, member(f, "name"));
+  const auto kind = read_string(require(j, f, "kind"), member(f, "kind"));
+  const auto k = parse_layer_kind(kind);
+  if (!k) {
+    std::string valid;
+    for (auto x : all_layer_kinds) valid += (valid.empty() ? "" : ", ") + std::string(name_of(x));
+    throw error(member(f, "kind"), "unknown layer kind '" + kind + "' (valid: " + valid + ")");
+  }
+  l.kind = *k;
+  constexpr std::int64_t big = std::int64_t{1} << 52;
+  if (const json* v = find(j, "tensor")) l.tensor = static_cast<std::int32_t>(read_int(*v, member(f, "tensor"), -1, std::numeric_limits<std::int32_t>::max()));
+  for (auto [key, dst] : {std::pair<const char*, std::int64_t*>{"m", &l.m}, {"n", &l.n}, {"k", &l.k}, {"count", &l.count},
+                          {"elements", &l.elements}, {"outputs", &l.outputs}})
+    if (const json* v = find(j, key)) *dst = read_int(*v, member(f, key), 0, big);
+  for (auto [key, dst] : {std::pair<const char*, bool*>{"bias", &l.bias}, {"causal", &l.causal}, {"input_grad", &l.input_grad},
+                          {"channels_last", &l.channels_last}})
+    if (const json* v = find(j, key)) *dst = read_bool(*v, member(f, key));
+  return l;
 }
 
 [[nodiscard]] inline model_spec read_model(const json& j) {
   expect_object(j, "", "a model");
-  check_keys(j, "", {"name", "batch_per_device", "forward_flops", "source", "tensors"});
+  check_keys(j, "", {"name", "batch_per_device", "forward_flops", "source", "tensors", "precision", "layers", "measured_forward",
+                     "measured_backward", "measured_on"});
   model_spec m;
   if (const json* v = find(j, "name")) m.name = read_string(*v, "name");
   if (const json* v = find(j, "source")) m.source = read_string(*v, "source");
@@ -712,6 +752,20 @@ template <class E>
   expect_array(ts, "tensors");
   m.tensors.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i) m.tensors.push_back(read_tensor(ts[i], element("tensors", i)));
+  if (const json* v = find(j, "precision")) {
+    const auto s = read_string(*v, "precision");
+    const auto p = parse_precision(s);
+    if (!p) throw error("precision", "unknown precision '" + s + "' (valid: pytorch-fp32, fp32, tf32, bf16, fp16)");
+    m.training_precision = *p;
+  }
+  if (const json* v = find(j, "layers")) {
+    expect_array(*v, "layers");
+    m.layers.reserve(v->size());
+    for (std::size_t i = 0; i < v->size(); ++i) m.layers.push_back(read_layer((*v)[i], element("layers", i)));
+  }
+  if (const json* v = find(j, "measured_forward")) m.measured_forward = read_double(*v, "measured_forward");
+  if (const json* v = find(j, "measured_backward")) m.measured_backward = read_double(*v, "measured_backward");
+  if (const json* v = find(j, "measured_on")) m.measured_on = read_string(*v, "measured_on");
   m.validate();
   return m;
 }
@@ -726,6 +780,23 @@ inline constexpr std::int64_t max_nodes = 65536;
   if (const json* v = find(j, "bandwidth")) l.bandwidth = read_quantity(*v, member(f, "bandwidth"), quantity::bandwidth);
   if (const json* v = find(j, "latency")) l.latency = read_quantity(*v, member(f, "latency"), quantity::time);
   return l;
+}
+
+// A device's compute roofline (cluster.hpp device_compute); cluster_spec::validate checks the values.
+[[nodiscard]] inline device_compute read_device_compute(const json& j, const std::string& f) {
+  expect_object(j, f, "a device compute description");
+  check_keys(j, f, {"fp32", "tf32", "bf16", "fp16", "matmul_efficiency", "memory_bandwidth", "memory_efficiency",
+                    "multiprocessors", "kernel_floor"});
+  device_compute d;
+  for (auto [key, dst] : {std::pair<const char*, double*>{"fp32", &d.fp32}, {"tf32", &d.tf32}, {"bf16", &d.bf16},
+                          {"fp16", &d.fp16}, {"matmul_efficiency", &d.matmul_efficiency},
+                          {"memory_efficiency", &d.memory_efficiency}})
+    if (const json* v = find(j, key)) *dst = read_double(*v, member(f, key));
+  if (const json* v = find(j, "memory_bandwidth"))
+    d.memory_bandwidth = read_quantity(*v, member(f, "memory_bandwidth"), quantity::bandwidth);
+  if (const json* v = find(j, "kernel_floor")) d.kernel_floor = read_quantity(*v, member(f, "kernel_floor"), quantity::time);
+  if (const json* v = find(j, "multiprocessors")) d.multiprocessors = read_int32(*v, member(f, "multiprocessors"));
+  return d;
 }
 
 [[nodiscard]] inline cluster_spec read_cluster(const json& j) {
@@ -743,7 +814,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     const auto f = element("nodes", i);
     const json& e = ns[i];
     expect_object(e, f, "a node");
-    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth"});
+    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth", "compute"});
     node_spec n;
     if (const json* v = find(e, "name")) n.name = read_string(*v, member(f, "name"));
     if (const json* v = find(e, "devices")) n.devices = read_int32(*v, member(f, "devices"));
@@ -754,6 +825,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (const json* v = find(e, "device_flops")) n.device_flops = read_double(*v, member(f, "device_flops"));
     if (const json* v = find(e, "reduce_bandwidth"))
       n.reduce_bandwidth = read_quantity(*v, member(f, "reduce_bandwidth"), quantity::bandwidth);
+    if (const json* v = find(e, "compute")) n.compute = read_device_compute(*v, member(f, "compute"));
     if (const json* v = find(e, "count")) {
       const auto k = read_int(*v, member(f, "count"), 1, max_nodes);
       if (static_cast<std::int64_t>(c.nodes.size()) + k > max_nodes)
@@ -964,16 +1036,40 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (t.sparse_density != def.sparse_density) o["sparse_density"] = t.sparse_density;
     if (t.backward_flops != def.backward_flops) o["backward_flops"] = t.backward_flops;
     if (t.ready_order != def.ready_order) o["ready_order"] = t.ready_order;
+    if (t.ready_time != def.ready_time) o["ready_time"] = t.ready_time;
     ts.push_back(std::move(o));
   }
   j["tensors"] = std::move(ts);
+  if (m.training_precision != precision::pytorch_fp32) j["precision"] = std::string(name_of(m.training_precision));
+  if (!m.layers.empty()) {
+    ojson ls = ojson::array();
+    const layer ld{};
+    for (const auto& l : m.layers) {
+      ojson o;
+      o["name"] = l.name;
+      o["kind"] = std::string(name_of(l.kind));
+      o["tensor"] = l.tensor;
+      for (auto [key, v, d] : {std::tuple<const char*, std::int64_t, std::int64_t>{"m", l.m, ld.m}, {"n", l.n, ld.n}, {"k", l.k, ld.k},
+                               {"count", l.count, ld.count}, {"elements", l.elements, ld.elements}, {"outputs", l.outputs, ld.outputs}})
+        if (v != d) o[key] = v;
+      for (auto [key, v, d] : {std::tuple<const char*, bool, bool>{"bias", l.bias, ld.bias}, {"causal", l.causal, ld.causal},
+                               {"input_grad", l.input_grad, ld.input_grad}, {"channels_last", l.channels_last, ld.channels_last}})
+        if (v != d) o[key] = v;
+      ls.push_back(std::move(o));
+    }
+    j["layers"] = std::move(ls);
+  }
+  if (m.measured_forward != 0.0) j["measured_forward"] = m.measured_forward;
+  if (m.measured_backward != 0.0) j["measured_backward"] = m.measured_backward;
+  if (!m.measured_on.empty()) j["measured_on"] = m.measured_on;
   return j;
 }
 
 [[nodiscard]] inline bool same_except_name(const node_spec& a, const node_spec& b) noexcept {
   return a.devices == b.devices && a.intra.bandwidth == b.intra.bandwidth && a.intra.latency == b.intra.latency &&
          a.nic.bandwidth == b.nic.bandwidth && a.nic.latency == b.nic.latency && a.nics == b.nics &&
-         a.server_only == b.server_only && a.device_flops == b.device_flops && a.reduce_bandwidth == b.reduce_bandwidth;
+         a.server_only == b.server_only && a.device_flops == b.device_flops && a.reduce_bandwidth == b.reduce_bandwidth &&
+         a.compute == b.compute;
 }
 
 [[nodiscard]] inline ojson write_cluster(const cluster_spec& c) {
@@ -1008,6 +1104,13 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (n.server_only != def.server_only) o["server_only"] = n.server_only;
     o["device_flops"] = n.device_flops;
     o["reduce_bandwidth"] = n.reduce_bandwidth;
+    if (n.compute != device_compute{}) {
+      const auto& d = n.compute;
+      o["compute"] = {{"fp32", d.fp32}, {"tf32", d.tf32}, {"bf16", d.bf16}, {"fp16", d.fp16},
+                      {"matmul_efficiency", d.matmul_efficiency}, {"memory_bandwidth", d.memory_bandwidth},
+                      {"memory_efficiency", d.memory_efficiency}, {"multiprocessors", d.multiprocessors},
+                      {"kernel_floor", d.kernel_floor}};
+    }
     ns.push_back(std::move(o));
     i += run;
   }
