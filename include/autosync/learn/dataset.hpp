@@ -29,9 +29,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace autosync::learn {
@@ -104,6 +106,32 @@ struct sample {
     }
   }
   return out;
+}
+
+// Every record of several records files, in order. A last line cut off by a crash is skipped
+// (read_options::skip_truncated_tail) and reported through `on_skipped`; any other bad line
+// throws, naming the file and line.
+template <class OnSkipped>
+[[nodiscard]] std::vector<trial_record> read_record_files(std::span<const std::string> files, OnSkipped&& on_skipped) {
+  std::vector<trial_record> out;
+  for (const auto& f : files) {
+    auto r = read_records(f, read_options{.skip_truncated_tail = true});
+    for (const auto& s : r.skipped) on_skipped(s);
+    for (auto& x : r.records) out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// A deterministic hold-out by strategy: about `fraction` of the strategies (FNV-1a of the
+// strategy key and its ranking group), so every run of one strategy in one group falls on the
+// same side and the held-out rows are strategies the model never saw.
+[[nodiscard]] inline bool held_out(const sample& s, double fraction) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s.key + s.group) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return static_cast<double>(h % 10000) < fraction * 10000.0;
 }
 
 }  // namespace autosync::learn

@@ -92,4 +92,13 @@ namespace autosync::learn {
   return weight > 0.0 ? sum / weight : std::numeric_limits<double>::quiet_NaN();
 }
 
+// Both measures of one predictor on the same rows.
+struct ranking {
+  double pairwise = NAN, spearman = NAN;
+};
+[[nodiscard]] inline ranking ranking_of(std::span<const double> predicted, std::span<const double> measured,
+                                        std::span<const std::string> groups) {
+  return {pairwise_accuracy(predicted, measured, groups), grouped_spearman(predicted, measured, groups)};
+}
+
 }  // namespace autosync::learn

@@ -10,6 +10,9 @@
 //                       (possibly partitioned, parameter-server) group with probability 1/4.
 //                       Infeasible draws are redrawn; duplicates (same strategy up to its name)
 //                       are dropped. Deterministic for a seed.
+// * random_strategies   random draws spread over the whole space, for trial sweeps
+//                       (`autosync sample`): random cut points, every aspect redrawn with
+//                       probability 1/2 (see below).
 // * neighbors           one move away from a strategy (the loop explores around the best
 //                       measured ones: a local search under the corrected estimate).
 // * diverse_top_k       greedy: the best-scored candidate first, then repeatedly the one with
@@ -19,6 +22,7 @@
 #pragma once
 
 #include <autosync/error.hpp>
+#include <autosync/io/json.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/model.hpp>
 #include <autosync/search/space.hpp>
@@ -71,6 +75,80 @@ namespace autosync::learn {
     }
     if (!seen.insert(strategy_key(s)).second) continue;
     s.name = "sample-" + std::to_string(out.size());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Random draws from the search space for trial sweeps (`autosync sample`): unlike
+// sample_strategies, the runs are cut at random points and every aspect is redrawn with
+// probability 1/2, so the draws spread over the whole space rather than near plausible ones.
+//
+//   runs:      1..max_runs contiguous runs of the dense tensors in backward order (random cut
+//              points; runs whose tiny tensors would go unfused are merged, space::repair_tiny)
+//   per run:   architecture drawn first (it chooses the aspects only it reads), then each other
+//              aspect redrawn with probability 1/2 (space::randomize: only allowed values)
+//   overrides: sparse tensors always own a group (parameter_server or all_gather), each large
+//              dense tensor with probability 1/2 (its own partitioner, placement, ...)
+//
+// random_strategies keeps the draws that are feasible (space::feasible), validate, and differ
+// from every earlier one (JSON without the name); it gives up after 200 x count + 1000 draws
+// and may return fewer. Names: random-<seed>-<i>. Deterministic for a seed.
+inline void randomize_group(const search::space& sp, group_desc& g, search::random& rng, const tensor* t) {
+  if (!t || !t->sparse || rng.chance(0.5)) (void)sp.randomize(g, search::aspect::architecture, rng, t);
+  for (auto a : search::all_aspects)
+    if (a != search::aspect::architecture && rng.chance(0.5)) (void)sp.randomize(g, a, rng, t);
+}
+
+[[nodiscard]] inline search::candidate random_candidate(const search::space& sp, search::random& rng, std::size_t max_runs) {
+  const auto& m = sp.model();
+  const std::size_t n = sp.dense().size();
+  search::candidate c = sp.uniform(group_desc{});
+  if (n > 1) {
+    const std::size_t runs = 1 + rng.below(std::min<std::size_t>(max_runs, n));
+    std::vector<std::uint32_t> cuts;
+    while (cuts.size() + 1 < runs) {
+      const auto p = static_cast<std::uint32_t>(1 + rng.below(n - 1));
+      if (std::find(cuts.begin(), cuts.end(), p) == cuts.end()) cuts.push_back(p);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    c.starts = {0};
+    c.starts.insert(c.starts.end(), cuts.begin(), cuts.end());
+    c.runs.assign(c.starts.size(), group_desc{});
+  }
+  for (auto& g : c.runs) randomize_group(sp, g, rng, nullptr);
+  for (std::size_t s = 0; s < sp.slots().size(); ++s) {
+    const tensor& t = m.tensors[sp.slots()[s]];
+    if (!sp.slot_sparse(s) && !rng.chance(0.5)) continue;
+    c.own[s] = 1;
+    c.owned[s] = t.sparse ? search::space::sparse_default() : group_desc{};
+    randomize_group(sp, c.owned[s], rng, &t);
+  }
+  sp.repair_tiny(c);
+  return c;
+}
+
+[[nodiscard]] inline std::vector<strategy_desc> random_strategies(const search::space& sp, std::size_t count, std::uint64_t seed,
+                                                                  std::size_t max_runs) {
+  if (max_runs < 1) throw error("max_runs", "must be >= 1");
+  search::random rng(seed);
+  std::vector<strategy_desc> out;
+  std::vector<std::string> seen;
+  const auto attempts = 200 * count + 1000;
+  for (std::size_t a = 0; a < attempts && out.size() < count; ++a) {
+    const auto cand = random_candidate(sp, rng, max_runs);
+    if (!sp.feasible(cand)) continue;
+    auto s = sp.materialize(cand);
+    s.name = "random-" + std::to_string(seed) + "-" + std::to_string(out.size());
+    try {
+      s.validate(sp.model(), sp.cluster());
+    } catch (const error&) {
+      continue;  // the space's rules let it through, the descriptor's do not: draw again
+    }
+    auto text = io::to_json(s).dump();
+    text.erase(0, text.find(",\"groups\""));  // compare without the name
+    if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
+    seen.push_back(std::move(text));
     out.push_back(std::move(s));
   }
   return out;

@@ -1,6 +1,6 @@
 // autosync/learn/records.hpp — trial records: what one real run of a strategy measured.
 //
-// `autosync run` (examples/autosync_cli.cpp) executes a strategy on MPI ranks and appends one
+// `autosync run` (examples/cli/run.cpp) executes a strategy on MPI ranks and appends one
 // record to a JSON Lines file; the learned correction trains on such files.
 //
 //   autosync run ──> rank 0 ──append_record()──> trials.jsonl ──read_records()──> learn

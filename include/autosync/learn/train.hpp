@@ -4,6 +4,8 @@
 //                                     result ranks through cost::corrected_evaluator
 //   default_trainer(params)           the same as a learn::trainer for learn::autotune
 //   fit_linear(samples)               the AutoSync baseline (learn/linear.hpp) on the same rows
+//   rank_held_out(train, test, params) the analytical, corrected and linear models' ranking
+//                                     of strategies held out of the fit (learn/metrics.hpp)
 //
 // Without XGBoost (the optional autosync::xgboost component) fit_correction does not exist and
 // default_trainer returns an empty trainer: autotune then ranks analytically, and a model
@@ -16,10 +18,13 @@
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
 #include <autosync/learn/matrix.hpp>
+#include <autosync/learn/metrics.hpp>
 #include <autosync/learn/xgboost.hpp>
 
+#include <cmath>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace autosync::learn {
@@ -55,6 +60,27 @@ struct shared_booster {
 
 [[nodiscard]] inline trainer default_trainer(xgb_params p = {}) {
   return [p](std::span<const sample> ss) { return fit_correction(ss, p); };
+}
+
+// How three predictors rank strategies they were not fitted on: the analytical model, the
+// analytical model corrected by a booster trained on `train`, and the linear model on
+// AutoSync's 12 features fitted on `train` — each judged on `test` (learn/metrics.hpp).
+struct holdout_rankings {
+  ranking analytical, corrected, linear;
+};
+[[nodiscard]] inline holdout_rankings rank_held_out(std::span<const sample> train, std::span<const sample> test, const xgb_params& p = {}) {
+  const auto b = train_booster(train, p);
+  const auto lin = fit_linear(train);
+  std::vector<double> meas, ana, cor, linp;
+  std::vector<std::string> groups;
+  for (const auto& s : test) {
+    meas.push_back(s.measured);
+    ana.push_back(s.analytical);
+    cor.push_back(s.analytical * std::exp(static_cast<double>(b.predict(s.row))));
+    linp.push_back(lin.predict(s.autosync));
+    groups.push_back(s.group);
+  }
+  return {ranking_of(ana, meas, groups), ranking_of(cor, meas, groups), ranking_of(linp, meas, groups)};
 }
 
 #else

@@ -1,0 +1,84 @@
+// The `autosync` command's shared parts: how a subcommand registers itself, and the option
+// conventions every subcommand follows (a zoo name or a JSON file for --model and --cluster,
+// files written with an error that names them). Each subcommand is one file of this folder;
+// main.cpp registers them and runs the one given.
+//
+// Exit codes: 0 success, 1 bad input (unknown name, malformed file: the message names the file,
+// line and field), 2 usage error.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/error.hpp>
+#include <autosync/io/json.hpp>
+#include <autosync/model.hpp>
+#include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#ifndef AUTOSYNC_VERSION
+#define AUTOSYNC_VERSION "unknown"  // examples/CMakeLists.txt passes the project version
+#endif
+
+namespace autosync_cli {
+
+using namespace autosync;
+
+// What the subcommands may need of the process: MPI_Init takes argc/argv.
+struct program {
+  int& argc;
+  char**& argv;
+};
+
+// A registered subcommand: CLI11's node (true once parsed) and what runs it. The options live
+// in the closure.
+struct subcommand {
+  CLI::App* app = nullptr;
+  std::function<int(program&)> run;
+};
+
+// One per file of this folder, in the order `autosync --help` lists them.
+subcommand add_optimize(CLI::App& app);
+subcommand add_models(CLI::App& app);
+subcommand add_clusters(CLI::App& app);
+subcommand add_explain(CLI::App& app);
+subcommand add_run(CLI::App& app);
+subcommand add_calibrate(CLI::App& app);
+subcommand add_learn(CLI::App& app);
+subcommand add_tune(CLI::App& app);
+subcommand add_sample(CLI::App& app);
+
+// --model / --cluster: a path (has a '/', ends in .json, or exists) is a JSON file, anything
+// else a zoo name.
+inline bool looks_like_file(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".json") || std::filesystem::exists(s);
+}
+inline model_spec load_model(const std::string& s) { return looks_like_file(s) ? io::load_model_file(s) : zoo::make_model(s); }
+inline cluster_spec load_cluster(const std::string& s) { return looks_like_file(s) ? io::load_cluster_file(s) : zoo::make_cluster(s); }
+
+inline void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw error(std::string("cannot open '") + path + "' to write the " + what);
+  f << text;
+  if (!f) throw error(std::string("cannot write the ") + what + " to '" + path + "'");
+}
+
+// --model, --cluster and --timeline of `optimize` and `explain` (default: the main job, bert-large
+// on 4 x p3.16xlarge).
+struct model_cluster_opts {
+  std::string model = "bert-large";
+  std::string cluster = "p3.16xlarge-x4";
+  std::string timeline;
+};
+inline void add_model_cluster(CLI::App* sub, model_cluster_opts& o) {
+  sub->add_option("--model", o.model, "zoo model name or model JSON file")->capture_default_str();
+  sub->add_option("--cluster", o.cluster, "cluster preset name or cluster JSON file")->capture_default_str();
+  sub->add_option("--timeline", o.timeline, "write the predicted iteration timeline as SVG");
+}
+
+}  // namespace autosync_cli

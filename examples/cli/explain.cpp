@@ -1,0 +1,50 @@
+// `autosync explain strategy.json`: validate a strategy file against a model and cluster, show
+// its groups (io/report.hpp) and cost it (cost::estimate), optionally drawing the timeline.
+#include "cli.hpp"
+
+#include <autosync/cost/estimate.hpp>
+#include <autosync/io/json.hpp>
+#include <autosync/io/report.hpp>
+#include <autosync/io/svg.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace autosync_cli {
+namespace {
+
+struct explain_opts {
+  model_cluster_opts in;
+  std::string strategy;
+  bool all_groups = false;
+};
+
+int run_explain(const explain_opts& o) {
+  const auto m = load_model(o.in.model);
+  const auto c = load_cluster(o.in.cluster);
+  const auto s = io::load_strategy_file(o.strategy);
+  s.validate(m, c);
+  const auto p = cost::estimate(m, c, s, cost::options{.timeline = !o.in.timeline.empty()});
+  std::cout << "strategy '" << s.name << "' for " << m.name << " on " << c.name << "\n";
+  io::print_groups(std::cout, m, c, s, o.all_groups);
+  std::cout << "\n" << io::describe_prediction(p) << "\n";
+  if (!o.in.timeline.empty()) {
+    write_file(o.in.timeline, io::timeline_svg(m, s, p, m.name + " on " + c.name + ": " + s.name), "timeline");
+    std::cout << "wrote " << o.in.timeline << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+subcommand add_explain(CLI::App& app) {
+  auto o = std::make_shared<explain_opts>();
+  auto* sub = app.add_subcommand("explain", "show and cost a strategy file");
+  add_model_cluster(sub, o->in);
+  sub->add_option("strategy", o->strategy, "strategy JSON file")->required();
+  sub->add_flag("--all-groups", o->all_groups, "list every group on its own row");
+  return {sub, [o](program&) { return run_explain(*o); }};
+}
+
+}  // namespace autosync_cli

@@ -1,0 +1,202 @@
+// `autosync learn`: the learned corrections (include/autosync/learn/).
+//
+//   autosync learn --records a.jsonl [b.jsonl ...] [--holdout 0.3] [--out model.json]
+//                  [--emit-header default_model.hpp --name default_model] [--rounds N] [--depth D] [--eta E]
+//     joins the records into feature rows, reports on held-out strategies (never the training
+//     ones, learn::held_out) the pairwise ranking accuracy and Spearman correlation of the
+//     analytical model, the analytical model + the learned correction, and AutoSync's linear
+//     model on its 12 features (learn::rank_held_out); then trains on every record and writes
+//     the XGBoost JSON model and/or the embedded-model header (gbt::emit_header).
+//
+//   autosync learn --collectives cases.json [--folds 5] [--out model.json]
+//                  [--emit-header default_collective_model.hpp --name ...] [--rounds N] [--depth D] [--eta E]
+//     the collective-level correction (learn/collectives.hpp): one row per size of every
+//     nccl-tests log the manifest pairs with a cluster; reports per case the median relative
+//     error of the analytical time and of the corrected one on held-out rows (each case left
+//     out whole, and k folds over rows), then trains on every row and writes the model.
+#include "cli.hpp"
+
+#include <autosync/gbt/emit.hpp>
+#include <autosync/gbt/xgboost.hpp>
+#include <autosync/learn/collectives.hpp>
+#include <autosync/learn/dataset.hpp>
+#include <autosync/learn/metrics.hpp>
+#include <autosync/learn/records.hpp>
+#include <autosync/learn/train.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace autosync_cli {
+namespace {
+
+struct learn_opts {
+  std::vector<std::string> records;
+  std::string collectives;           // a manifest (learn/collectives.hpp) instead of records
+  double holdout = 0.3;
+  std::size_t folds = 5;
+  std::string out, header, name;     // name "": default_model / default_collective_model
+  int rounds = 0, depth = 0;         // 0: the default of the kind of data (see add_learn)
+  double eta = 0.0;
+};
+
+#if defined(AUTOSYNC_HAS_XGBOOST)
+// The parameters: the kind's defaults, overridden by the flags given.
+learn::xgb_params params_of(const learn_opts& o, learn::xgb_params p) {
+  if (o.rounds != 0) p.rounds = o.rounds;
+  if (o.depth != 0) p.max_depth = o.depth;
+  if (o.eta != 0.0) p.eta = o.eta;
+  return p;
+}
+
+// Writes the model: XGBoost JSON (--out) and/or the embedded-model header (--emit-header) with
+// `preamble` (comment lines) above gbt::emit_header's text.
+void write_model(const learn_opts& o, const learn::xgb_booster& b, const std::string& name, const std::string& preamble,
+                 const std::string& what) {
+  if (!o.out.empty()) {
+    b.save_json(o.out);
+    std::cout << "wrote " << o.out << " (XGBoost JSON, " << what << ")\n";
+  }
+  if (!o.header.empty()) {
+    const auto f = gbt::parse_xgboost_json(b.json(), "<trained model>");
+    std::ofstream h(o.header, std::ios::binary);
+    h << preamble << gbt::emit_header(f, name);
+    h.close();
+    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
+    std::cout << "wrote " << o.header << " (constexpr forest '" << name << "')\n";
+  }
+}
+
+// "(XGBoost, 100 rounds, depth 3, eta 0.15)" for the header comment.
+std::string trained_with(const learn::xgb_params& p) {
+  std::ostringstream s;
+  s << "(XGBoost, " << p.rounds << " rounds, depth " << p.max_depth << ", eta " << p.eta << ")";
+  return s.str();
+}
+
+// The header comment's last lines: how to regenerate it, with the parameters that differ from
+// the kind's defaults.
+std::string regenerate_lines(const std::string& args, const learn::xgb_params& p, const learn::xgb_params& d) {
+  std::ostringstream s;
+  s << "// Regenerate (from the repository root, after building the autosync command):\n//   build/bin/autosync learn " << args;
+  if (p.rounds != d.rounds) s << " --rounds " << p.rounds;
+  if (p.max_depth != d.max_depth) s << " --depth " << p.max_depth;
+  if (p.eta != d.eta) s << " --eta " << p.eta;
+  s << "\n";
+  return s.str();
+}
+#endif
+
+[[noreturn]] void needs_xgboost() {
+  throw error("`autosync learn` trains with XGBoost: this autosync was built without it (install Debian's libxgboost-dev, "
+              "`cmake/setup-deps.sh --xgboost`, and rebuild)");
+}
+
+int learn_collectives(const learn_opts& o) {
+  const auto m = learn::load_collective_cases(o.collectives);
+  const auto rows = learn::load_collective_samples(m);
+  std::cout << "autosync learn: " << rows.size() << " rows of " << m.cases.size() << " nccl-tests cases ("
+            << std::filesystem::path(o.collectives).filename().string() << ")\n";
+  if (rows.size() < 2) throw error("--collectives", "too few rows to train on (" + std::to_string(rows.size()) + ")");
+  if (o.folds < 2 || o.folds > rows.size()) throw error("--folds", "must be in [2, rows]");
+#if defined(AUTOSYNC_HAS_XGBOOST)
+  const auto defaults = learn::collective_xgb_params();
+  const auto p = params_of(o, defaults);
+  const auto y_loco = learn::leave_one_case_out(rows, p), y_kf = learn::k_fold(rows, o.folds, p);
+  auto loco = learn::median_errors(m, rows, y_loco), kf = learn::median_errors(m, rows, y_kf);
+  loco.push_back(learn::overall_errors(rows, y_loco));
+  kf.push_back(learn::overall_errors(rows, y_kf));
+  std::printf("held-out median relative error      rows  analytical  case left out  %zu-fold\n", o.folds);
+  for (std::size_t c = 0; c < loco.size(); ++c)
+    std::printf("  %-34s %4zu  %10.3f  %13.3f  %6.3f\n", loco[c].label.c_str(), loco[c].rows, loco[c].analytical, loco[c].corrected,
+                kf[c].corrected);
+  const auto b = learn::train_collective_booster(rows, p);
+  std::ostringstream pre;
+  pre << "// The collective-level learned correction of cost/collective_features.hpp: y = log(measured /\n"
+         "// analytical) of one collective from cost::collective_features, trained by `autosync learn`\n"
+         "// "
+      << trained_with(p) << " on " << rows.size() << " rows of the nccl-tests logs of "
+      << std::filesystem::path(o.collectives).filename().string() << ":\n";
+  for (const auto& c : m.cases)
+    pre << "//   " << c.file << (c.section.empty() ? "" : " " + c.section) << "  (" << name_of(c.algorithm) << ", " << c.cluster.name << ")\n";
+  pre << regenerate_lines("--collectives tests/data/collectives/cases.json --emit-header include/autosync/gbt/default_collective_model.hpp "
+                          "--name autosync::gbt::default_collective_model",
+                          p, defaults);
+  write_model(o, b, o.name.empty() ? "default_collective_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
+              std::to_string(rows.size()) + " rows");
+  return 0;
+#else
+  needs_xgboost();
+#endif
+}
+
+int run_learn(const learn_opts& o) {
+  if (!o.collectives.empty()) return learn_collectives(o);
+  if (o.records.empty()) throw error("--records", "give at least one records file (or --collectives MANIFEST)");
+  if (!(o.holdout >= 0.0 && o.holdout < 1.0)) throw error("--holdout", "must be in [0, 1)");
+  const auto recs = learn::read_record_files(o.records, [](const learn::skipped_line& s) {
+    std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n";
+  });
+  const auto samples = learn::make_samples(recs);
+  std::vector<learn::sample> train, test;
+  for (const auto& s : samples) (learn::held_out(s, o.holdout) ? test : train).push_back(s);
+  std::cout << "autosync learn: " << samples.size() << " records, " << train.size() << " for training, " << test.size()
+            << " held out (by strategy)\n";
+  if (train.size() < 2) throw error("--records", "too few records to train on (" + std::to_string(train.size()) + ")");
+#if defined(AUTOSYNC_HAS_XGBOOST)
+  const learn::xgb_params defaults{};
+  const auto p = params_of(o, defaults);
+  if (!test.empty()) {
+    const auto r = learn::rank_held_out(train, test, p);
+    std::printf("held-out ranking            pairwise   Spearman\n");
+    std::printf("  analytical                 %6.3f     %6.3f\n", r.analytical.pairwise, r.analytical.spearman);
+    std::printf("  analytical + GBT           %6.3f     %6.3f\n", r.corrected.pairwise, r.corrected.spearman);
+    std::printf("  linear, 12 AutoSync feat.  %6.3f     %6.3f\n", r.linear.pairwise, r.linear.spearman);
+  }
+  const auto all = learn::train_booster(samples, p);
+  std::ostringstream pre;
+  pre << "// The learned correction of cost/corrected.hpp: y = log(measured / analytical iteration) from\n"
+         "// cost::compute_features, trained by `autosync learn` "
+      << trained_with(p) << " on " << samples.size() << " trial records of\n//";
+  for (const auto& r : o.records) pre << " " << std::filesystem::path(r).filename().string();
+  pre << "\n"
+      << regenerate_lines("--records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model",
+                          p, defaults);
+  write_model(o, all, o.name.empty() ? "default_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
+              std::to_string(samples.size()) + " records");
+  return 0;
+#else
+  needs_xgboost();
+#endif
+}
+
+}  // namespace
+
+subcommand add_learn(CLI::App& app) {
+  auto lo = std::make_shared<learn_opts>();
+  auto* sub = app.add_subcommand("learn", "train a learned correction (strategies from trial records, or collectives from "
+                                          "nccl-tests logs) and report its held-out accuracy");
+  auto* records = sub->add_option("--records", lo->records, "trial records files (JSON Lines): the strategy-level correction")
+                      ->expected(1, -1);
+  auto* colls = sub->add_option("--collectives", lo->collectives,
+                                "a manifest of nccl-tests logs and their clusters (tests/data/collectives/cases.json): "
+                                "the collective-level correction");
+  records->excludes(colls);
+  sub->add_option("--holdout", lo->holdout, "--records: fraction of strategies held out for the report")->capture_default_str();
+  sub->add_option("--folds", lo->folds, "--collectives: folds of the k-fold report over rows")->capture_default_str();
+  sub->add_option("--out", lo->out, "write the model trained on every row as XGBoost JSON");
+  sub->add_option("--emit-header", lo->header, "write the model as a C++ header with a constexpr forest");
+  sub->add_option("--name", lo->name, "the forest's name in the header (default: default_model, default_collective_model)");
+  sub->add_option("--rounds", lo->rounds, "boosting rounds (default: 200 for --records, 100 for --collectives)");
+  sub->add_option("--depth", lo->depth, "tree depth (default: 4 for --records, 3 for --collectives)");
+  sub->add_option("--eta", lo->eta, "learning rate (default: 0.1 for --records, 0.15 for --collectives)");
+  return {sub, [lo](program&) { return run_learn(*lo); }};
+}
+
+}  // namespace autosync_cli

@@ -1,0 +1,87 @@
+// `autosync optimize` (the default command): search the best strategy for a model on a cluster
+// (search::optimize), print it next to every baseline (io/search_report.hpp), and write it as JSON,
+// as a header of policy types and as a timeline picture on request. The search shows its
+// progress on a terminal and is deterministic for a --seed.
+#include "cli.hpp"
+
+#include <autosync/cost/estimate.hpp>
+#include <autosync/io/json.hpp>
+#include <autosync/io/report.hpp>
+#include <autosync/io/svg.hpp>
+#include <autosync/search/optimizer.hpp>
+#include <autosync/io/search_report.hpp>
+#include <autosync/strategy/emit.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <unistd.h>
+
+namespace autosync_cli {
+namespace {
+
+struct optimize_opts {
+  model_cluster_opts in;
+  std::uint64_t seed = 1;
+  bool json = false, allow_lossy = false;
+  std::size_t budget = 0;
+  std::string out, header;
+};
+
+int run_optimize(const optimize_opts& o) {
+  const auto m = load_model(o.in.model);
+  const auto c = load_cluster(o.in.cluster);
+  search::options opt;
+  opt.seed = o.seed;
+  opt.allow_lossy = o.allow_lossy;
+  if (o.budget > 0) opt.max_evaluations = o.budget;
+  const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;
+  if (tty) {
+    opt.on_progress = [](const search::progress& p) {
+      std::fprintf(stderr, "\r  searching: %7zu strategies evaluated, best %.3f ms   ", p.evaluated, p.best * 1e3);
+      std::fflush(stderr);
+    };
+  }
+  if (!o.json)
+    std::cout << "autosync: optimizing " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
+              << ") on " << c.name << " (" << c.world_size() << " ranks, " << c.worker_nodes() << " nodes)\n";
+  const auto r = search::optimize(m, c, opt);
+  if (tty) std::fprintf(stderr, "\r%80s\r", "");
+
+  if (!o.out.empty()) write_file(o.out, io::to_json(r.strategy).dump(2) + "\n", "strategy");
+  if (!o.header.empty()) write_file(o.header, emit_header(r.strategy, "autosync_strategy"), "header");
+  if (!o.in.timeline.empty()) {
+    const auto p = cost::estimate(m, c, r.strategy, cost::options{.timeline = true});
+    write_file(o.in.timeline, io::timeline_svg(m, r.strategy, p, m.name + " on " + c.name + ": " + r.strategy.name), "timeline");
+  }
+
+  if (o.json) {
+    std::cout << io::result_json(m, c, r).dump(2) << "\n";
+    return 0;
+  }
+  io::print_result(std::cout, m, c, r);
+  if (!o.out.empty()) std::cout << "\nwrote " << o.out << "\n";
+  if (!o.header.empty()) std::cout << "wrote " << o.header << "\n";
+  if (!o.in.timeline.empty()) std::cout << "wrote " << o.in.timeline << "\n";
+  return 0;
+}
+
+}  // namespace
+
+subcommand add_optimize(CLI::App& app) {
+  auto o = std::make_shared<optimize_opts>();
+  auto* sub = app.add_subcommand("optimize", "search the best strategy (the default command)");
+  add_model_cluster(sub, o->in);
+  sub->add_option("--seed", o->seed, "random seed (the search is deterministic for a seed)")->capture_default_str();
+  sub->add_flag("--json", o->json, "print the result as JSON");
+  sub->add_option("--out", o->out, "write the found strategy as JSON");
+  sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
+  sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16/bf16)");
+  sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate");
+  return {sub, [o](program&) { return run_optimize(*o); }};
+}
+
+}  // namespace autosync_cli

@@ -1,0 +1,89 @@
+// `autosync sample`: strategies to try for real — random draws from the search space
+// (learn::random_strategies: every draw obeys the search's knowledge rules and validates), every
+// baseline of strategy/baselines.hpp with --baselines, and the strategy search::optimize finds
+// (with --seed) with --search, all for the same (scaled) model and cluster. Files:
+// DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json; one path per line
+// on stdout.
+#include "cli.hpp"
+
+#include <autosync/io/json.hpp>
+#include <autosync/learn/proposals.hpp>
+#include <autosync/search/optimizer.hpp>
+#include <autosync/search/space.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace autosync_cli {
+namespace {
+
+struct sample_opts {
+  std::string model, cluster, out_dir;
+  double scale = 1.0;
+  int count = 10, max_runs = 8;
+  std::uint64_t seed = 1;
+  bool baselines = false, search = false, allow_lossy = false;
+};
+
+int run_sample(const sample_opts& so) {
+  if (so.count < 0) throw error("--count", "must be >= 0, got " + std::to_string(so.count));
+  if (so.max_runs < 1) throw error("--max-runs", "must be >= 1, got " + std::to_string(so.max_runs));
+  if (so.out_dir.empty()) throw error("--out-dir", "is required");
+  if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");
+  if (so.scale != 1.0 && looks_like_file(so.model))
+    throw error("--scale", "applies to zoo models only; '" + so.model + "' is a file");
+  const auto m = looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale);
+  const auto c = load_cluster(so.cluster);
+  std::error_code ec;
+  std::filesystem::create_directories(so.out_dir, ec);
+  if (ec) throw error("--out-dir", "cannot create '" + so.out_dir + "': " + ec.message());
+  auto emit = [&](const strategy_desc& s, const std::string& file) {
+    const auto path = (std::filesystem::path(so.out_dir) / file).string();
+    write_file(path, io::to_json(s).dump() + "\n", "strategy");
+    std::cout << path << "\n";
+  };
+
+  search::space_options spo;
+  spo.allow_lossy = so.allow_lossy;
+  const search::space sp(m, c, spo);
+  const auto drawn = learn::random_strategies(sp, static_cast<std::size_t>(so.count), so.seed, static_cast<std::size_t>(so.max_runs));
+  for (const auto& s : drawn) emit(s, s.name + ".json");
+  if (drawn.size() < static_cast<std::size_t>(so.count))
+    throw error("--count", "drew only " + std::to_string(drawn.size()) + " distinct valid strategies of " + std::to_string(so.count) +
+                               " for " + m.name + " on " + c.name + " (the space may be too small)");
+  if (so.baselines || so.search) {
+    search::options opt;
+    opt.seed = so.seed;
+    opt.allow_lossy = so.allow_lossy;
+    const auto r = search::optimize(m, c, opt);
+    if (so.baselines)
+      for (const auto& bl : r.baselines) emit(bl.strategy, "baseline-" + bl.name + ".json");
+    if (so.search) emit(r.strategy, "autosync.json");
+  }
+  return 0;
+}
+
+}  // namespace
+
+subcommand add_sample(CLI::App& app) {
+  auto so = std::make_shared<sample_opts>();
+  auto* sub = app.add_subcommand("sample", "write strategies to try: random draws from the search space, baselines, the search's pick");
+  sub->add_option("--model", so->model, "zoo model name or model JSON file")->required();
+  sub->add_option("--scale", so->scale, "scale a zoo model's dim 0 (as `run --scale`)")->capture_default_str();
+  sub->add_option("--cluster", so->cluster, "cluster preset name or cluster JSON file")->required();
+  sub->add_option("--out-dir", so->out_dir, "directory for the strategy JSON files")->required();
+  sub->add_option("--count", so->count, "random strategies to draw")->capture_default_str();
+  sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->capture_default_str();
+  sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
+  sub->add_flag("--baselines", so->baselines, "also write every baseline strategy");
+  sub->add_flag("--search", so->search, "also write the strategy the search finds");
+  sub->add_flag("--allow-lossy", so->allow_lossy, "let draws and search use lossy compression (fp16/bf16)");
+  return {sub, [so](program&) { return run_sample(*so); }};
+}
+
+}  // namespace autosync_cli
