@@ -32,7 +32,7 @@ struct optimize_opts {
 };
 
 int run_optimize(const optimize_opts& o) {
-  const auto m = load_model(o.in.model);
+  const auto m = load_model(o.in);
   const auto c = load_cluster(o.in.cluster);
   search::options opt;
   opt.seed = o.seed;
@@ -47,7 +47,8 @@ int run_optimize(const optimize_opts& o) {
   }
   if (!o.json)
     std::cout << "autosync: optimizing " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
-              << ") on " << c.name << " (" << c.world_size() << " ranks, " << c.worker_nodes() << " nodes)\n";
+              << ", " << name_of(m.training_precision) << ") on " << c.name << " (" << c.world_size() << " ranks, "
+              << c.worker_nodes() << " nodes)\n";
   const auto r = search::optimize(m, c, opt);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
 
