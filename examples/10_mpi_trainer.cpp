@@ -4,7 +4,7 @@
 //   mpirun -np 4 ./example_10_mpi_trainer [--steps 300] [--lr 0.1] [--batch 96] [--fp16]
 //                                         [--no-error-feedback] [--strategy s.json]
 //
-// Every rank builds the same model (exec/trainer_support.hpp: tanh MLP 64-128-128-10, softmax
+// Every rank builds the same model (trainer_support.hpp: tanh MLP 64-128-128-10, softmax
 // cross-entropy), the same synthetic data (Gaussian inputs labelled by a fixed random teacher
 // network) and the same initial weights. Each step every rank takes its 1/p of the global batch,
 // runs forward and backward, and backward calls executor.ready(tensor) as each layer's gradient
@@ -16,12 +16,12 @@
 #include <autosync/cost/estimate.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/plan.hpp>
-#include <autosync/exec/trainer_support.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/zoo/clusters.hpp>
 
 #include "trainer_args.hpp"
+#include "trainer_support.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -77,7 +77,7 @@ void cuda_ok(cudaError_t e, const char* what) {
 }
 
 // The MLP's model_spec: per layer a weight [out x in] and a bias [out], f32, forward order
-// (exec/trainer_support.hpp's mlp_model, without its Eigen dependency).
+// (trainer_support.hpp's mlp_model, without its Eigen dependency).
 autosync::model_spec mlp_model(const std::vector<int>& widths, long batch_per_rank) {
   autosync::model_spec m;
   m.name = "mlp";

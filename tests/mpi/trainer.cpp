@@ -1,5 +1,5 @@
 // Data-parallel training through the executor (run with mpirun -np N, N in 2 3 4 8): the tanh MLP
-// 64-128-128-10 of exec/trainer_support.hpp on 384 teacher-labelled Gaussian inputs, global batch
+// 64-128-128-10 of examples/trainer_support.hpp on 384 teacher-labelled Gaussian inputs, global batch
 // 96 (a multiple of every N), SGD lr 0.1, 200 steps, the strategy search::optimize finds for it
 // on "local-N" (a mix of parameter-server, all-reduce and sharded groups, depending on N).
 //
@@ -28,10 +28,10 @@
 //       steps, against 2.44 without; asserted: at least 0.5 below). This is the loss-scaling
 //       problem of mixed precision, and why the executor keeps a residual.
 #include "harness.hpp"
+#include "trainer_support.hpp"  // examples/ (tests/mpi/CMakeLists.txt adds it to the include path)
 
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/plan.hpp>
-#include <autosync/exec/trainer_support.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/strategy/baselines.hpp>
 #include <autosync/zoo/clusters.hpp>

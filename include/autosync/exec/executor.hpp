@@ -55,7 +55,9 @@
 #include <autosync/exec/backend.hpp>
 #include <autosync/exec/collectives.hpp>
 #include <autosync/exec/compress.hpp>
+#include <autosync/exec/executor_options.hpp>
 #include <autosync/exec/hash.hpp>
+#include <autosync/exec/host_buckets.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
 
@@ -78,59 +80,15 @@
 
 namespace autosync::exec {
 
-// How a bucket of several segments reaches the wire (see the header comment): summed on the
-// user's tensors where they lie, or packed into one fused buffer. Every rank must choose alike
-// (setup() checks): the message pattern differs.
-enum class packing : std::uint8_t { automatic, always, never };
-
-// automatic: a bucket runs on the tensors without packing when its runs hold at least this many
-// bytes on average (a run is one message per ring step it touches; below this the per-message
-// cost outweighs the pack and unpack copies it saves).
-inline constexpr std::size_t direct_run_bytes = std::size_t{32} << 10;
-
-struct executor_options {
-  double timeout = 0.0;         // seconds a wait on a peer may take; 0: keep the backend's own
-  bool error_feedback = true;   // compressed buckets keep a residual
-  bool average = false;         // divide the sums by the world size
-  packing pack = packing::automatic;
-};
-
-// One tensor's gradient buffer: `count` elements of `type` at `data` (row-major, the model's shape).
-struct gradient {
-  void* data = nullptr;
-  dtype type = dtype::f32;
-  std::int64_t count = 0;
-};
-
-struct iteration_timing {
-  double sync = 0.0;         // seconds the communication thread ran buckets (pack .. unpack)
-  double negotiation = 0.0;  // seconds in readiness rounds (plans with a priority group)
-  double exposed = 0.0;      // from the last ready() until the last bucket finished
-  double total = 0.0;        // from begin_iteration() until finish() returned
-  std::size_t buckets = 0;   // buckets run
-  std::size_t rounds = 0;    // readiness rounds
-};
-
-template <class T>
-[[nodiscard]] constexpr dtype dtype_of() noexcept {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>,
-                "autosync: executor: a span gradient must be float, double, int32_t or int64_t (f16/bf16: pass exec::gradient)");
-  if constexpr (std::is_same_v<T, float>) return dtype::f32;
-  else if constexpr (std::is_same_v<T, double>) return dtype::f64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
-  else return dtype::i64;
-}
-
 namespace detail {
 // Customization point: a backend whose buffers are not host memory names a runner,
 // `typename B::bucket_runner` (exec/nccl/bucket_runner.hpp), built in setup() as
 // R(comms, plan, options) and called as r.run(bucket, gradients) on the communication thread:
 // it packs, compresses, runs the bucket's steps and unpacks in the backend's memory. Without
-// one the executor does that on the host (run_bucket below).
-struct host_buckets {};
+// one the executor does that on the host (exec/host_buckets.hpp).
 template <class B>
 struct bucket_runner_of {
-  using type = host_buckets;
+  using type = host_bucket_runner<B>;
 };
 template <class B>
   requires requires { typename B::bucket_runner; }
@@ -142,7 +100,7 @@ struct bucket_runner_of<B> {
 template <Backend B>
 class executor {
   using runner_t = typename detail::bucket_runner_of<B>::type;
-  static constexpr bool on_host = std::is_same_v<runner_t, detail::host_buckets>;
+  static constexpr bool on_host = std::is_same_v<runner_t, host_bucket_runner<B>>;
 
  public:
   executor(comms<B>& c, const model_spec& m, plan p, executor_options o = {})
@@ -157,21 +115,7 @@ class executor {
     if (!(opt_.timeout >= 0.0)) throw error("options.timeout", "must be >= 0 seconds");
     names_.reserve(m.tensors.size());
     for (const auto& t : m.tensors) names_.push_back(t.name);
-    std::size_t scratch = 0, wire = 0;
-    direct_.assign(plan_.buckets.size(), 0);
-    for (std::size_t i = 0; i < plan_.buckets.size(); ++i) {
-      if constexpr (!on_host) break;  // the runner owns the bucket memory
-      const auto& b = plan_.buckets[i];
-      direct_[i] = direct(b, opt_.pack) ? 1 : 0;
-      if (!b.in_place() && !direct_[i]) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
-      if (b.compressed) wire = std::max(wire, static_cast<std::size_t>(b.elements));
-    }
-    fused_.resize(scratch);
-    wire_.resize(wire);
-    residual_.resize(plan_.buckets.size());
-    if (opt_.error_feedback && on_host)
-      for (std::size_t i = 0; i < plan_.buckets.size(); ++i)
-        if (plan_.buckets[i].compressed) residual_[i].assign(static_cast<std::size_t>(plan_.buckets[i].elements), 0.0);
+    if constexpr (on_host) runner_.emplace(*comms_, plan_, opt_);  // a device runner: in setup()
     pending_.assign(plan_.buckets.size(), 0);
     ready_.assign(m.tensors.size(), 0);
   }
@@ -190,25 +134,15 @@ class executor {
   }
 
   [[nodiscard]] const plan& compiled() const noexcept { return plan_; }
-  // Whether bucket b runs on the tensors where they lie (no packing).
-  [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
+  // Whether bucket b runs on the tensors where they lie (no packing; host memory only).
+  [[nodiscard]] bool unpacked(std::size_t b) const {
+    if constexpr (on_host) return runner_->unpacked(b);
+    else return (void)plan_.buckets.at(b), false;
+  }
 
   // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
-  // decides, so every rank decides alike; see the header comment).
-  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept {
-    if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.in_place()) return false;
-    auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
-    const auto& t = b.topology;
-    if (b.kind == step_kind::all_reduce) {
-      if (!flat(t.kind) && !(t.kind == topology_kind::hierarchical && flat(t.intra) && flat(t.inter))) return false;
-    } else if (b.kind != step_kind::sharded || !flat(t.kind)) {
-      return false;
-    }
-    if (mode == packing::never) return true;
-    std::size_t runs = 0;
-    for (const auto& sg : b.segments) runs += (sg.blocks == 1 || sg.stride == sg.block) ? 1 : static_cast<std::size_t>(sg.blocks);
-    return static_cast<std::size_t>(b.elements) * size_of(b.type) >= runs * direct_run_bytes;
-  }
+  // decides, so every rank decides alike; see the header comment and exec/host_buckets.hpp).
+  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept { return host_bucket_runner<B>::direct(b, mode); }
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
@@ -475,145 +409,9 @@ class executor {
     timing_.exposed = std::max(0.0, seconds(clock::now() - last_ready_));
   }
 
-  unsigned char* tensor_at(std::uint32_t t, std::int64_t element) const {
-    return static_cast<unsigned char*>(grads_[t].data) + static_cast<std::size_t>(element) * size_of(plan_.tensor_types[t]);
-  }
-
-  void pack(const plan_bucket& b, unsigned char* dst) const {
-    const std::size_t es = size_of(b.type);
-    for (const auto& s : b.segments)
-      for (std::int64_t k = 0; k < s.blocks; ++k)
-        std::memcpy(dst + static_cast<std::size_t>(s.fused + k * s.block) * es, tensor_at(s.tensor, s.offset + k * s.stride),
-                    static_cast<std::size_t>(s.block) * es);
-  }
-  void unpack(const plan_bucket& b, const unsigned char* src) const {
-    const std::size_t es = size_of(b.type);
-    for (const auto& s : b.segments)
-      for (std::int64_t k = 0; k < s.blocks; ++k)
-        std::memcpy(tensor_at(s.tensor, s.offset + k * s.stride), src + static_cast<std::size_t>(s.fused + k * s.block) * es,
-                    static_cast<std::size_t>(s.block) * es);
-  }
-
-  // The bucket's elements when this iteration's buffers already hold them in fused order, one
-  // contiguous run (tensors allocated back to back, e.g. views into one flat gradient buffer):
-  // the bucket then runs there, in place, like a one-tensor bucket. nullptr: pack and unpack.
-  //   fused:  [ seg 0 | seg 1 | seg 2 ]        user memory:  t0 t1 t2 adjacent, in that order
-  unsigned char* adjacent(const plan_bucket& b) const {
-    if (b.segments.empty()) return nullptr;
-    const std::size_t es = size_of(b.type);
-    const auto& s0 = b.segments[0];
-    const auto base = reinterpret_cast<std::uintptr_t>(tensor_at(s0.tensor, s0.offset)) - static_cast<std::uintptr_t>(s0.fused) * es;
-    for (const auto& s : b.segments) {
-      if (s.blocks != 1 && s.stride != s.block) return nullptr;
-      if (reinterpret_cast<std::uintptr_t>(tensor_at(s.tensor, s.offset)) != base + static_cast<std::uintptr_t>(s.fused) * es) return nullptr;
-    }
-    return tensor_at(s0.tensor, s0.offset) - static_cast<std::size_t>(s0.fused) * es;
-  }
-
-  // buf *= factor for n elements of t (floating dtypes; f16/bf16 through f32, rounded to nearest even)
-  static void scale(unsigned char* buf, std::size_t n, dtype t, double factor) {
-    for (std::size_t i = 0; i < n; ++i) {
-      unsigned char* e = buf + i * size_of(t);
-      switch (t) {
-        case dtype::f32: { float v; std::memcpy(&v, e, 4); v = static_cast<float>(v * factor); std::memcpy(e, &v, 4); break; }
-        case dtype::f64: { double v; std::memcpy(&v, e, 8); v *= factor; std::memcpy(e, &v, 8); break; }
-        case dtype::f16: { std::uint16_t h; std::memcpy(&h, e, 2); h = to_f16(static_cast<double>(from_f16(h)) * factor); std::memcpy(e, &h, 2); break; }
-        case dtype::bf16: { std::uint16_t h; std::memcpy(&h, e, 2); h = to_bf16(static_cast<double>(from_bf16(h)) * factor); std::memcpy(e, &h, 2); break; }
-        default: return;  // integers are summed, not averaged
-      }
-    }
-  }
-
-  // The touched rows of a [rows x row_elems] table of element size es: rows with a non-zero byte.
-  static std::vector<std::int64_t> touched_rows(const unsigned char* buf, std::size_t rows, std::size_t row_bytes) {
-    std::vector<std::int64_t> r;
-    for (std::size_t i = 0; i < rows; ++i) {
-      const unsigned char* row = buf + i * row_bytes;
-      if (std::any_of(row, row + row_bytes, [](unsigned char c) { return c != 0; })) r.push_back(static_cast<std::int64_t>(i));
-    }
-    return r;
-  }
-
-  // An uncompressed bucket on the tensors where they lie (direct_[bi]): no pack, no unpack.
-  void run_direct(const plan_bucket& b) {
-    segmented& sv = segs_;
-    sv = segmented(b.type);
-    for (const auto& sg : b.segments) {
-      if (sg.blocks == 1 || sg.stride == sg.block) sv.append(tensor_at(sg.tensor, sg.offset), static_cast<std::size_t>(sg.elements()));
-      else
-        for (std::int64_t k = 0; k < sg.blocks; ++k) sv.append(tensor_at(sg.tensor, sg.offset + k * sg.stride), static_cast<std::size_t>(sg.block));
-    }
-    auto& c = *comms_;
-    if (b.kind == step_kind::all_reduce) {
-      all_reduce(c, sv, b.topology);
-    } else {
-      reduce_scatter(c, sv, b.topology);
-      all_gather(c, sv, b.topology);
-    }
-    const int p = c.world.size();
-    if (opt_.average && p > 1)
-      sv.for_each(0, sv.total(), [&](unsigned char* at, std::size_t n) { scale(at, n, b.type, 1.0 / p); });
-  }
-
   void run_bucket(std::uint32_t bi) {
     const auto t0 = clock::now();
-    if constexpr (!on_host) {
-      runner_->run(bi, std::span<const gradient>(grads_));
-      timing_.sync += seconds(clock::now() - t0);
-      ++timing_.buckets;
-      return;
-    }
-    const auto& b = plan_.buckets[bi];
-    const auto n = static_cast<std::size_t>(b.elements);
-    const int p = comms_->world.size();
-    if (direct_[bi]) {
-      run_direct(b);
-      timing_.sync += seconds(clock::now() - t0);
-      ++timing_.buckets;
-      return;
-    }
-    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
-    const bool packed = data == nullptr;
-    if (packed) {
-      data = fused_.data();
-      pack(b, data);
-    }
-    unsigned char* buf = data;
-    dtype t = b.type;
-    const double s = b.compressed ? wire_scale(b.wire, p) : 1.0;
-    if (b.compressed) {
-      double* r = residual_[bi].empty() ? nullptr : residual_[bi].data();
-      if (b.type == dtype::f32) encode(reinterpret_cast<const float*>(data), r, wire_.data(), n, b.wire, s);
-      else encode(reinterpret_cast<const double*>(data), r, wire_.data(), n, b.wire, s);
-      buf = reinterpret_cast<unsigned char*>(wire_.data());
-      t = b.wire;
-    }
-    auto& c = *comms_;
-    switch (b.kind) {
-      case step_kind::all_reduce: all_reduce(c, buf, n, t, b.topology); break;
-      case step_kind::sharded:
-        reduce_scatter(c, buf, n, t, b.topology);
-        all_gather(c, buf, n, t, b.topology);
-        break;
-      case step_kind::parameter_server: ps_push_pull(c, buf, n, t, b.server_rank, b.local); break;
-      case step_kind::sparse_all_gather:
-        for (const auto& sg : b.segments) {
-          const auto re = static_cast<std::size_t>(sg.row_elements);
-          const std::size_t rows = static_cast<std::size_t>(sg.elements()) / re;
-          unsigned char* at = buf + static_cast<std::size_t>(sg.fused) * size_of(t);
-          const auto touched = touched_rows(at, rows, re * size_of(t));
-          sparse_all_gather(c, at, rows, re, t, std::span<const std::int64_t>(touched));
-        }
-        break;
-    }
-    const double factor = opt_.average ? 1.0 / p : 1.0;
-    if (b.compressed) {
-      if (b.type == dtype::f32) decode(wire_.data(), reinterpret_cast<float*>(data), n, b.wire, s, factor);
-      else decode(wire_.data(), reinterpret_cast<double*>(data), n, b.wire, s, factor);
-    } else if (opt_.average && p > 1) {
-      scale(data, n, b.type, factor);
-    }
-    if (packed) unpack(b, data);
+    runner_->run(bi, std::span<const gradient>(grads_));
     timing_.sync += seconds(clock::now() - t0);
     ++timing_.buckets;
   }
@@ -622,12 +420,7 @@ class executor {
   plan plan_;
   executor_options opt_;
   std::vector<std::string> names_;
-  std::vector<unsigned char> fused_;              // one bucket's packed elements (thread-owned)
-  std::vector<std::uint16_t> wire_;               // one bucket's compressed elements (thread-owned)
-  std::vector<std::vector<double>> residual_;     // per bucket: error feedback (thread-owned)
-  std::optional<runner_t> runner_;                // B::bucket_runner, when B has one (setup())
-  std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)
-  segmented segs_;                                // the runs of the bucket in flight (thread-owned)
+  std::optional<runner_t> runner_;                // runs the buckets (host: built here; a device runner: in setup())
 
   std::mutex mu_;
   std::condition_variable cv_;

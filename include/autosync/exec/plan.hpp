@@ -4,10 +4,11 @@
 // same plan from the same inputs (the executor's setup() checks that they had the same
 // inputs). No backend is involved.
 //
-//   strategy ──expand──> items ──cost::buckets──> fusion buckets ──split──> plan buckets
-//   (groups)            (tensor    (per group, ready order, the     (one dtype and, for PS,
-//                        or shard)  fusion caps: cost/estimate.hpp   one server each)
-//                                   step 3 — one rule for both)
+//   strategy ──expand──> items ──fuse_buckets──> fusion buckets ──split──> plan buckets
+//   (groups)          (tensor or    (per group, in ready order,         (one dtype and, for
+//                      shard)        the fusion caps: the rule of        PS, one server each)
+//                                    strategy/fusion.hpp, which the
+//                                    cost model prices)
 //
 // A plan bucket is one communication step on one fused buffer:
 //
@@ -43,20 +44,21 @@
 //   dedicated server nodes (S of them): server s -> rank floor(s * world_size / S) (the ranks
 //     stand in for the server nodes, spread evenly over the job).
 //
-// Order: buckets are numbered in the cost model's ready order (ties: creation order), the
-// pieces of one split fusion bucket in first-appearance order. The fifo order is that number.
+// Order: buckets are numbered in fuse_buckets' ready order (ties: creation order; the cost
+// model's numbers), the pieces of one split fusion bucket in first-appearance order. The fifo
+// order is that number.
 // `key` orders what the executor launches among buckets that are ready: priority groups first,
 // the lowest forward tensor index first (ByteScheduler), then fifo buckets by number —
 // cost/estimate.hpp step 6.
 #pragma once
 
 #include <autosync/cluster.hpp>
-#include <autosync/cost/estimate.hpp>
 #include <autosync/error.hpp>
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/hash.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/fusion.hpp>
 #include <autosync/strategy/items.hpp>
 
 #include <algorithm>
@@ -100,7 +102,7 @@ struct segment {
 
 struct plan_bucket {
   std::uint32_t group = 0;          // strategy group
-  std::uint32_t source = 0;         // the fusion bucket (cost::buckets number) it comes from
+  std::uint32_t source = 0;         // the fusion bucket it comes from (fuse_buckets' number)
   step_kind kind = step_kind::all_reduce;
   topology_value topology{};        // all_reduce / sharded
   std::int32_t server = -1;         // parameter_server: index into cluster.server_nodes()
@@ -186,7 +188,7 @@ namespace detail {
   }
 
   const auto items = expand(m, c, s);
-  const auto fused = cost::buckets(m, c, s);
+  const auto fused = fuse_buckets(s, items);
   const auto order = m.backward_order();
   std::vector<std::uint32_t> position(m.tensors.size());
   for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = static_cast<std::uint32_t>(k);

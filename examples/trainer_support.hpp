@@ -1,10 +1,10 @@
-// autosync/exec/trainer_support.hpp — a small data-parallel trainer: an Eigen MLP on synthetic
+// examples/trainer_support.hpp — a small data-parallel trainer: an Eigen MLP on synthetic
 // teacher data, with backward calling the executor's ready() layer by layer.
 //
 // This is the worked example of how a trainer drives an executor (examples/10_mpi_trainer.cpp
 // runs it on MPI; tests/mpi/trainer.cpp checks it against single-process training). It needs
-// Eigen3 (Debian: libeigen3-dev; CMake: find_package(Eigen3 NO_MODULE), target Eigen3::Eigen);
-// no other autosync header includes it.
+// Eigen3 (Debian: libeigen3-dev; CMake: find_package(Eigen3 NO_MODULE), target Eigen3::Eigen).
+// An example helper, not a library header: it is not installed.
 //
 // The model: a multi-layer perceptron, widths w0 -> w1 -> ... -> wL, tanh on hidden layers, a
 // softmax cross-entropy loss on the last. Layer l has a weight (w(l+1) x w(l), row-major) and a
@@ -102,7 +102,7 @@ inline void check_widths(const std::vector<int>& widths) {
   model_spec m;
   m.name = std::move(name);
   m.batch_per_device = batch_per_rank;
-  m.source = "autosync/exec/trainer_support.hpp: tanh MLP, softmax cross-entropy";
+  m.source = "examples/trainer_support.hpp: tanh MLP, softmax cross-entropy";
   const double B = static_cast<double>(batch_per_rank);
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
     const double in = widths[l], out = widths[l + 1];

@@ -1,0 +1,217 @@
+// autosync/cost/timeline.hpp — the state of one evaluation of cost/estimate.hpp's timeline: what
+// it returns (prediction, events, buckets), what depends only on (model, cluster) (context),
+// the reusable buffers (workspace), and the per-bucket formulas of step 4 (compressed elements,
+// a parameter-server transfer, its NIC occupancy per node). The steps themselves are in
+// cost/timeline_steps.hpp; cost/estimate.hpp describes them and is the header to include.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/cost/collectives.hpp>
+#include <autosync/cost/compute.hpp>
+#include <autosync/cost/fabric.hpp>
+#include <autosync/model.hpp>
+#include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/items.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace autosync::cost {
+
+inline constexpr std::uint8_t event_collective = 0;
+inline constexpr std::uint8_t event_ps_transfer = 1;
+inline constexpr std::uint8_t event_compression = 2;
+
+struct event {
+  int lane = 0;                // 0 collective communicator, 1 + s parameter server s
+  std::uint32_t group = 0;     // strategy group
+  std::uint32_t bucket = 0;    // bucket number (ready order)
+  double start = 0.0, end = 0.0;  // seconds from the start of the iteration
+  std::int64_t bytes = 0;      // wire bytes one rank moves (PS: on this server)
+  std::uint8_t kind = 0;       // event_collective, event_ps_transfer, event_compression
+};
+
+struct bucket {
+  std::uint32_t group = 0;
+  std::vector<std::uint32_t> items;  // indices into expand(model, cluster, strategy), ready order
+  std::int64_t wire_bytes = 0;
+  double ready = 0.0;                // seconds from the start of the iteration
+};
+
+struct prediction {
+  double iteration = 0.0;      // forward + backward + exposed communication
+  double forward = 0.0, backward = 0.0;
+  double communication = 0.0;  // busy time of collectives and PS transfers, summed over lanes
+  double compression = 0.0;    // busy time of encode/decode compute, summed over lanes
+  double exposed = 0.0;        // iteration - forward - backward
+  double lower_bound = 0.0;    // forward + max(backward, bandwidth bound of the lanes); <= iteration
+  std::vector<event> events;   // only when options.timeline
+};
+
+struct options {
+  bool timeline = false;
+};
+
+// What depends only on (model, cluster).
+struct context {
+  fabric fab;
+  double forward = 0.0, backward = 0.0;
+  std::vector<std::uint32_t> order;       // backward order: the tensor at each ready position
+  std::vector<double> ready_at;           // absolute ready time of each ready position
+  std::vector<std::uint32_t> position;    // per tensor: its ready position
+  // PS NIC occupancy per byte (step 4, fabric.hpp ps_nic_unit), [0, W) with local replication,
+  // [W, 2W) without: ps_unit on worker node k for a server it does not host, ps_host_unit[s]
+  // (2 S entries alike) on the node that hosts server s (co-located servers only).
+  std::vector<double> ps_unit, ps_host_unit;
+};
+
+[[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
+  context x;
+  x.fab = make_fabric(c);
+  // compute (step 2): cost/compute.hpp — a measured profile, the layers' roofline, or FLOPs
+  const compute_times ct = compute(m, c);
+  x.forward = ct.forward;
+  const auto ord = m.backward_order();
+  x.order.resize(ord.size());
+  x.ready_at.resize(ord.size());
+  x.position.resize(ord.size());
+  double t = x.forward;
+  for (std::size_t k = 0; k < ord.size(); ++k) {
+    x.order[k] = static_cast<std::uint32_t>(ord[k]);
+    x.position[ord[k]] = static_cast<std::uint32_t>(k);
+    t = ct.from == compute_times::source::profile ? std::max(t, x.forward + ct.ready[ord[k]]) : t + ct.backward[ord[k]];
+    x.ready_at[k] = t;
+  }
+  x.backward = t - x.forward + ct.tail;
+  const auto W = x.fab.workers.size(), S = x.fab.servers.size();
+  x.ps_unit.assign(2 * W, 0.0);
+  x.ps_host_unit.assign(2 * S, 0.0);
+  for (std::size_t k = 0; k < W; ++k) {  // ps_nic_unit on a node that does not host the server
+    x.ps_unit[k] = x.fab.workers[k].nic.beta;
+    x.ps_unit[W + k] = x.fab.workers[k].ranks * x.fab.workers[k].nic.beta;
+  }
+  for (std::size_t sv = 0; sv < S; ++sv) {
+    const int h = x.fab.servers[sv].worker;
+    if (h < 0) continue;
+    x.ps_host_unit[sv] = ps_nic_unit(x.fab, sv, true, static_cast<std::size_t>(h));
+    x.ps_host_unit[S + sv] = ps_nic_unit(x.fab, sv, false, static_cast<std::size_t>(h));
+  }
+  return x;
+}
+
+// Reusable buffers of one evaluation.
+struct workspace {
+  std::vector<sync_item> items;
+  std::vector<std::uint32_t> first;        // per tensor: index of its first item (items of a tensor are contiguous)
+  std::vector<std::uint32_t> count;        // per tensor: its items
+  std::vector<std::uint32_t> next;         // per item: the next item of its bucket (linked list)
+  struct open_bucket {
+    std::uint32_t head = 0, tail = 0, n = 0, min_tensor = 0, ready_pos = 0;
+    std::uint64_t bytes = 0;
+    std::int64_t wire = 0;
+    double comp_flops = 0.0;
+    bool first = true;
+  };
+  std::vector<open_bucket> open;           // per group
+  struct group_info {
+    architecture_kind arch{};
+    topology_value topology{};
+    fusion_value fusion{};
+    bool priority = false, local = false;
+    double comp_flops_per_element = 0.0, comp_wire_per_element = 0.0;
+  };
+  std::vector<group_info> groups;
+  struct job {
+    double ready = 0.0;
+    std::uint64_t key = 0;
+    std::uint32_t bucket = 0, group = 0, ready_pos = 0, head = 0, count = 0;
+    int lane = 0;
+    double comp = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+    double nic = 0.0;        // lane 0: how long it keeps every worker node's NICs busy (PS: step 4's
+                             // occupancy is bytes x context::ps_unit / ps_host_unit, per node)
+    std::int64_t bytes = 0;
+  };
+  std::vector<job> jobs, sorted;
+  std::vector<std::uint32_t> hist;         // counting sort by ready position
+  std::vector<std::uint64_t> heap;
+  std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
+  std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
+  std::vector<std::size_t> pending_at;
+  std::vector<double> queued_at;
+  std::vector<double> server_bytes, server_lb, lane_free;
+  std::vector<double> nic_free;            // per worker node: when its NICs are free (5); then step 8's suffix sums
+  std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
+  std::vector<std::uint32_t> touched;
+  std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr bool floating(dtype t) noexcept {
+  return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+}
+
+// Elements an item's compressor encodes (0 when it travels uncompressed).
+[[nodiscard]] constexpr double compressed_elements(const model_spec& m, const sync_item& it, double wire_per_element) noexcept {
+  const auto& t = m.tensors[it.tensor];
+  if (!(wire_per_element > 0.0) || !floating(t.type) || !(wire_per_element < size_of(t.type))) return 0.0;
+  if (!t.sparse) return static_cast<double>(it.elements);
+  const std::int64_t rows = it.axis == 0 ? it.end - it.begin : t.shape[0];
+  if (rows <= 0) return 0.0;
+  const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
+  return touched * (static_cast<double>(it.elements) / static_cast<double>(rows));
+}
+
+// The transfer of B bytes to server s (see the header comment, step 4): its time parts into `j`
+// (t1 local reduce, t2 exchange, t3 local broadcast) and the server's bandwidth part into
+// `server_bw_part`. Its NIC occupancy per worker node is B x fabric.hpp's ps_nic_unit.
+constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local, workspace::job& j, double& server_bw_part) noexcept {
+  const auto& srv = f.servers[s];
+  const int h = srv.worker;  // the worker node that hosts s (-1: a dedicated server node)
+  const double copies = local ? f.nodes : f.p;
+  // the host's own copies never cross the network: with local replication its one reduced
+  // copy is already there; without, its ranks push and pull over their own device links
+  const double own = h < 0 ? 0.0 : (local ? 1.0 : f.workers[static_cast<std::size_t>(h)].ranks);
+  const double remote = copies - own;  // copies through the server's NIC, in and out
+  const double net_bw = remote * B * srv.nic.beta;
+  const double own_bw = local ? 0.0 : own * B * f.intra.beta;
+  server_bw_part = std::max(net_bw, own_bw);
+  double server = remote > 0.0 ? 2.0 * remote * srv.nic.alpha + net_bw : 0.0;
+  if (own_bw > 0.0) server = std::max(server, 2.0 * own * f.intra.alpha + own_bw);
+  // every other worker node k: c_k B out (push), c_k B in (pull)
+  double worker = 0.0;
+  for (std::size_t k = 0; k < f.workers.size(); ++k) {
+    if (static_cast<int>(k) == h) continue;
+    const auto& w = f.workers[k];
+    const double c = local ? 1.0 : w.ranks;
+    worker = std::max(worker, 2.0 * c * w.nic.alpha + c * B * w.nic.beta);
+  }
+  j.t1 = local && f.g > 1 ? reduce(f.g, B, f.intra.alpha, f.intra.beta, f.gamma) : 0.0;
+  j.t2 = std::max(server, worker);
+  j.t3 = local && f.g > 1 ? broadcast(f.g, B, f.intra.alpha, f.intra.beta) : 0.0;
+  // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
+}
+
+// Calls visit(k, o) for every worker node k that PS transfer j crosses, with its NIC occupancy
+// o > 0 there (step 4): o = bytes x ps_unit[k], on the node hosting the server bytes x
+// ps_host_unit (skipped when 0: one node hosting everything). A valid cluster's NICs have
+// bandwidth > 0, so every other node's o is > 0.
+template <class Visit>
+constexpr void for_each_occupancy(const context& x, const workspace& ws, const workspace::job& j, Visit&& visit) {
+  const auto W = x.fab.workers.size(), S = x.fab.servers.size();
+  const auto sv = static_cast<std::size_t>(j.lane - 1);
+  const bool local = ws.groups[j.group].local;
+  const double B = static_cast<double>(j.bytes);
+  const double* unit = x.ps_unit.data() + (local ? 0 : W);
+  const int h = x.fab.servers[sv].worker;
+  const std::size_t hk = h < 0 ? W : static_cast<std::size_t>(h);
+  for (std::size_t k = 0; k < hk; ++k) visit(k, B * unit[k]);
+  if (hk == W) return;
+  if (const double o = B * x.ps_host_unit[(local ? 0 : S) + sv]; o > 0.0) visit(hk, o);
+  for (std::size_t k = hk + 1; k < W; ++k) visit(k, B * unit[k]);
+}
+
+}  // namespace detail
+
+}  // namespace autosync::cost

@@ -1,0 +1,423 @@
+// autosync/cost/timeline_steps.hpp — the steps of cost/estimate.hpp's timeline, one function
+// each, and detail::run, which plays them in order:
+//
+//   prepare            1  the groups' aspects, the items of each tensor
+//   fuse_items         3  items in ready order into buckets (the fusion rule); close_bucket
+//                        turns each into its jobs: push_collective (lane 0) or
+//                        push_ps_transfers (one per server touched)            (step 4)
+//   order_jobs            jobs in ready order, buckets numbered in ready order
+//   run_lane0          5/6 the collective communicator
+//   run_servers        5/6 the parameter servers, through each worker node's NICs
+//   shared_nic_bound   8  lane 0 and the PS lanes sharing the NICs
+//   run                7  iteration, exposed, lower bound (collect_buckets: the buckets)
+//
+// cost/estimate.hpp documents every step and is the header to include.
+#pragma once
+
+#include <autosync/cost/collectives.hpp>
+#include <autosync/cost/fabric.hpp>
+#include <autosync/cost/timeline.hpp>
+#include <autosync/model.hpp>
+#include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/fusion.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace autosync::cost::detail {
+
+// What one evaluation accumulates besides the prediction: the lane-0 bounds (steps 4 and 7),
+// the buckets closed so far (their creation index) and the last lane end (step 7).
+struct tally {
+  double lane0_lb = 0.0;   // lane 0: sum of the buckets' bandwidth bounds
+  double lane0_nic = 0.0;  // lane 0: sum of the buckets' NIC occupancy (step 8)
+  std::uint32_t buckets = 0;
+  double last_end = 0.0;
+};
+
+// Step 1 (what run needs of the strategy and the items): each group's aspects in ws.groups,
+// the items of each tensor (contiguous in expand's output) in ws.first / ws.count, and the
+// per-evaluation buffers reset.
+constexpr void prepare(const model_spec& m, const context& x, const strategy_desc& s, workspace& ws) {
+  const auto T = m.tensors.size();
+  const auto N = ws.items.size();
+  const auto S = x.fab.servers.size();
+  ws.groups.resize(s.groups.size());
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const auto& g = s.groups[gi];
+    auto& gi_ = ws.groups[gi];
+    gi_.arch = g.architecture;
+    gi_.topology = g.topology;
+    gi_.fusion = g.fusion;
+    gi_.priority = g.schedule == schedule_kind::priority;
+    gi_.local = g.replication == replication_kind::local;
+    const auto c = find_compression(g.compression);
+    gi_.comp_flops_per_element = c ? c->flops_per_element : 0.0;
+    gi_.comp_wire_per_element = c ? c->wire_bytes_per_element : 0.0;
+  }
+  ws.first.assign(T, 0);
+  ws.count.assign(T, 0);
+  for (std::uint32_t i = 0; i < N; ++i) {
+    const auto t = ws.items[i].tensor;
+    if (ws.count[t]++ == 0) ws.first[t] = i;
+  }
+  ws.next.resize(N);
+  ws.open.assign(s.groups.size(), workspace::open_bucket{});
+  ws.jobs.clear();
+  ws.server_bytes.assign(S, 0.0);
+  ws.server_lb.assign(S, 0.0);
+  ws.touched.clear();
+}
+
+// Step 4 for a parameter-server bucket: one transfer per server the bucket touches, in server
+// order; the bucket's compression is paid once, before its first transfer.
+constexpr void push_ps_transfers(const context& x, workspace& ws, workspace::job j, bool local) {
+  for (std::uint32_t i = j.head, k = 0; k < j.count; ++k, i = ws.next[i]) {
+    const auto sv = static_cast<std::size_t>(ws.items[i].server);
+    if (ws.server_bytes[sv] == 0.0) ws.touched.push_back(static_cast<std::uint32_t>(sv));
+    ws.server_bytes[sv] += static_cast<double>(std::max<std::int64_t>(ws.items[i].wire_bytes, 1));
+  }
+  std::sort(ws.touched.begin(), ws.touched.end());
+  for (auto sv : ws.touched) {
+    const double B = ws.server_bytes[sv];
+    workspace::job t = j;
+    t.lane = 1 + static_cast<int>(sv);
+    t.bytes = static_cast<std::int64_t>(B);
+    double bw_part = 0.0;
+    ps_transfer(x.fab, sv, B, local, t, bw_part);
+    ws.server_lb[sv] += bw_part;
+    ws.jobs.push_back(t);
+    ws.server_bytes[sv] = 0.0;
+    j.comp = 0.0;
+  }
+  ws.touched.clear();
+}
+
+// Step 4 for a lane-0 bucket of `wire` bytes: its collective's time (t1, and t2 for sharded),
+// its NIC occupancy, and its bandwidth bound into the tally.
+constexpr void push_collective(const fabric& f, const workspace::group_info& g, workspace& ws, workspace::job j, std::int64_t wire,
+                               tally& tl) {
+  const double S_ = static_cast<double>(wire);
+  j.lane = 0;
+  j.bytes = wire;
+  switch (g.arch) {
+    case architecture_kind::sharded:
+      j.t1 = reduce_scatter(f, g.topology, S_);
+      j.t2 = all_gather(f, g.topology, S_);
+      tl.lane0_lb += lower_bound(f, S_);
+      j.nic = nic_occupancy(f, S_);
+      break;
+    case architecture_kind::all_gather:
+      j.t1 = sparse_all_gather(f, S_);
+      tl.lane0_lb += sparse_all_gather_lower_bound(f, S_);
+      j.nic = sparse_all_gather_nic_occupancy(f, S_);
+      break;
+    default:
+      j.t1 = all_reduce(f, g.topology, S_);
+      tl.lane0_lb += lower_bound(f, S_);
+      j.nic = nic_occupancy(f, S_);
+      break;
+  }
+  tl.lane0_nic += j.nic;
+  ws.jobs.push_back(j);
+}
+
+// Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
+// order) and its jobs (step 4) go to ws.jobs.
+constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, tally& tl) {
+  auto& ob = ws.open[gi];
+  if (ob.n == 0) return;
+  const auto& g = ws.groups[gi];
+  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  workspace::job j;
+  j.ready_pos = ob.ready_pos;
+  j.ready = x.ready_at[ob.ready_pos];
+  j.bucket = tl.buckets++;
+  j.group = gi;
+  j.head = ob.head;
+  j.count = ob.n;
+  j.key = g.priority ? (static_cast<std::uint64_t>(ob.min_tensor) << 32) : (std::uint64_t{1} << 63);
+  j.comp = ob.comp_flops / flops;
+  if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, j, g.local);
+  else push_collective(x.fab, g, ws, j, ob.wire, tl);
+  ob = workspace::open_bucket{};
+  ob.first = false;
+}
+
+// Step 3: the items in ready order, packed per group into buckets by the fusion rule
+// (strategy/fusion.hpp, fusion_closes; fuse_buckets() gives the same buckets); every closed
+// bucket becomes its jobs (step 4).
+constexpr void fuse_items(const model_spec& m, const context& x, const strategy_desc& s, workspace& ws, tally& tl) {
+  const auto T = static_cast<std::uint32_t>(m.tensors.size());
+  for (std::uint32_t pos = 0; pos < T; ++pos) {
+    const auto t = x.order[pos];
+    for (std::uint32_t k = 0, i = ws.first[t]; k < ws.count[t]; ++k, ++i) {
+      const auto& it = ws.items[i];
+      const auto gi = it.group;
+      const auto& g = ws.groups[gi];
+      const auto ib = static_cast<std::uint64_t>(it.bytes);
+      if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) close_bucket(x, ws, gi, tl);
+      auto& o = ws.open[gi];
+      if (o.n == 0) {
+        o.head = i;
+        o.min_tensor = it.tensor;
+      } else {
+        ws.next[o.tail] = i;
+      }
+      o.tail = i;
+      ++o.n;
+      o.bytes += ib;
+      o.wire += it.wire_bytes;
+      o.ready_pos = pos;
+      o.min_tensor = std::min(o.min_tensor, it.tensor);
+      if (g.comp_flops_per_element > 0.0)
+        o.comp_flops += g.comp_flops_per_element * compressed_elements(m, it, g.comp_wire_per_element);
+    }
+  }
+  for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) close_bucket(x, ws, gi, tl);
+}
+
+// The jobs in ready order into ws.sorted (counting sort by ready position; ties keep creation
+// order), buckets renumbered in ready order, each key completed with its job's ready rank.
+constexpr void order_jobs(std::size_t T, workspace& ws, std::uint32_t buckets) {
+  ws.hist.assign(T + 1, 0);
+  for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
+  for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
+  ws.sorted.resize(ws.jobs.size());
+  for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
+  ws.bucket_number.assign(buckets, 0xffffffffu);
+  std::uint32_t numbered = 0;
+  for (std::uint32_t k = 0; k < ws.sorted.size(); ++k) {
+    auto& j = ws.sorted[k];
+    if (ws.bucket_number[j.bucket] == 0xffffffffu) ws.bucket_number[j.bucket] = numbered++;
+    j.bucket = ws.bucket_number[j.bucket];
+    j.key |= k;
+  }
+}
+
+// Orders the heaps of job keys as min-heaps; a key's low 32 bits are the job's index in ws.sorted.
+struct key_greater {
+  constexpr bool operator()(std::uint64_t a, std::uint64_t b) const noexcept { return a > b; }
+};
+
+// A job of ws.sorted runs on its lane from `start` to `end`: the lane is busy until then, its
+// busy time counts as communication (and compression), and with a timeline its events are
+// written (compression first, then the transfer, or the two collectives of a sharded bucket).
+constexpr double commit(workspace& ws, prediction& r, const options& opt, tally& tl, std::uint32_t pick, double start, double end,
+                        bool ps) {
+  const auto& j = ws.sorted[pick];
+  const double busy = end - start - j.comp;
+  ws.lane_free[static_cast<std::size_t>(j.lane)] = end;
+  tl.last_end = std::max(tl.last_end, end);
+  r.communication += busy;
+  r.compression += j.comp;
+  if (opt.timeline) {
+    double at = start;
+    if (j.comp > 0.0) {
+      r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.comp, j.bytes, event_compression});
+      at += j.comp;
+    }
+    if (ps) {
+      r.events.push_back(event{j.lane, j.group, j.bucket, at, end, j.bytes, event_ps_transfer});
+    } else {
+      r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.t1, j.bytes, event_collective});
+      if (ws.groups[j.group].arch == architecture_kind::sharded)
+        r.events.push_back(event{j.lane, j.group, j.bucket, at + j.t1, end, j.bytes, event_collective});
+    }
+  }
+  return end;
+}
+
+// Steps 5/6 on lane 0: the communicator takes, when free, the best ready job (fifo only: the
+// next in ready order, without the heap).
+constexpr void run_lane0(workspace& ws, prediction& r, const options& opt, tally& tl) {
+  const auto n = static_cast<std::uint32_t>(ws.sorted.size());
+  bool any_priority = false;
+  std::uint32_t count = 0;
+  for (std::uint32_t q = 0; q < n; ++q)
+    if (ws.sorted[q].lane == 0) {
+      ++count;
+      any_priority = any_priority || (ws.sorted[q].key >> 63) == 0;
+    }
+  double t = 0.0;
+  ws.heap.clear();
+  std::uint32_t k = 0;
+  auto skip = [&] { while (k < n && ws.sorted[k].lane != 0) ++k; };
+  skip();
+  for (std::uint32_t done = 0; done < count; ++done) {
+    std::uint32_t pick = 0;
+    if (!any_priority) {
+      pick = k++;
+      skip();
+      t = std::max(t, ws.sorted[pick].ready);
+    } else {
+      if (ws.heap.empty() && t < ws.sorted[k].ready) t = ws.sorted[k].ready;
+      while (k < n && ws.sorted[k].ready <= t) {
+        ws.heap.push_back(ws.sorted[k].key);
+        std::push_heap(ws.heap.begin(), ws.heap.end(), key_greater{});
+        ++k;
+        skip();
+      }
+      std::pop_heap(ws.heap.begin(), ws.heap.end(), key_greater{});
+      pick = static_cast<std::uint32_t>(ws.heap.back() & 0xffffffffu);
+      ws.heap.pop_back();
+    }
+    const auto& j = ws.sorted[pick];
+    t = commit(ws, r, opt, tl, pick, t, t + j.comp + j.t1 + j.t2, false);
+  }
+}
+
+// Steps 5/6 on the PS lanes: each server has its own queue and takes, when free, its best ready
+// transfer (ties between servers: the earlier start, then the key). Each worker node's NICs are
+// one more serial resource beside them: a transfer's bytes through node k (its occupancy there)
+// go after that node's earlier work, and the transfer ends no earlier than the last node.
+constexpr void run_servers(const context& x, workspace& ws, prediction& r, const options& opt, tally& tl) {
+  const auto S = x.fab.servers.size();
+  const auto W = x.fab.workers.size();
+  const auto n = static_cast<std::uint32_t>(ws.sorted.size());
+  if (ws.pending.size() < S) ws.pending.resize(S);
+  if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
+  ws.pending_at.assign(S, 0);
+  ws.queued_at.assign(S, 0.0);
+  std::uint32_t count = 0;
+  for (std::size_t sv = 0; sv < S; ++sv) {
+    ws.pending[sv].clear();
+    ws.ready_heap[sv].clear();
+  }
+  for (std::uint32_t q = 0; q < n; ++q)
+    if (ws.sorted[q].lane > 0) {
+      ws.pending[static_cast<std::size_t>(ws.sorted[q].lane - 1)].push_back(q);
+      ++count;
+    }
+  ws.nic_free.assign(W, 0.0);
+  ws.nic_sum.assign(W, 0.0);
+  for (std::uint32_t done = 0; done < count; ++done) {
+    std::size_t best = S;
+    double best_start = 0.0;
+    std::uint64_t best_key = 0;
+    for (std::size_t sv = 0; sv < S; ++sv) {
+      auto& pend = ws.pending[sv];
+      auto& heap = ws.ready_heap[sv];
+      auto& at = ws.pending_at[sv];
+      if (heap.empty() && at == pend.size()) continue;
+      // the server's next start: when it is free and its queue has a ready transfer (jobs
+      // already queued were ready by the start computed when they were queued)
+      double ts = std::max(ws.lane_free[1 + sv], heap.empty() ? ws.sorted[pend[at]].ready : ws.queued_at[sv]);
+      ws.queued_at[sv] = ts;
+      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
+        heap.push_back(ws.sorted[pend[at]].key);
+        std::push_heap(heap.begin(), heap.end(), key_greater{});
+        ++at;
+      }
+      const std::uint64_t key = heap.front();
+      if (best == S || ts < best_start || (ts == best_start && key < best_key)) {
+        best = sv;
+        best_start = ts;
+        best_key = key;
+      }
+    }
+    auto& heap = ws.ready_heap[best];
+    std::pop_heap(heap.begin(), heap.end(), key_greater{});
+    heap.pop_back();
+    const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
+    const auto& j = ws.sorted[pick];
+    const double pushed = best_start + j.comp + j.t1;  // after the local reduce
+    double nic_end = pushed + j.t2;
+    double* nic_free = ws.nic_free.data();
+    double* nic_sum = ws.nic_sum.data();
+    for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
+      const double done_k = std::max(nic_free[k], pushed) + o;
+      nic_free[k] = done_k;
+      nic_sum[k] += o;
+      nic_end = std::max(nic_end, done_k);
+    });
+    commit(ws, r, opt, tl, pick, best_start, nic_end + j.t3, true);
+  }
+}
+
+// Step 8. Each worker node's NICs are shared by lane 0 and the PS lanes: whatever the lanes do,
+// node k's NICs move every job's bytes through k one after another, and no job's bytes move
+// before it is ready. Completion >= max over k and jobs j of (ready_j + occupancy of node k
+// by the jobs ready no earlier than j): the single-machine bound with release times, per
+// node. Each lane alone already meets it (the PS lanes through nic_free, lane 0 because a
+// collective lasts at least its node-level cut), so the pass runs only when both have NIC
+// work. ws.sorted is in ready order. A lane-0 job occupies every node alike (j.nic), so the
+// suffix sums are kept as lane0 (common to all nodes) + suffix[k] (PS transfers), and
+// top = max_k suffix[k] (never decreases): O(1) per lane-0 job, O(nodes) per transfer.
+// Raises tl.last_end to the bound; returns the busiest node's NIC time over all jobs (for the
+// lower bound). Needs run_servers' ws.nic_sum.
+constexpr double shared_nic_bound(const context& x, workspace& ws, tally& tl) {
+  double ps_top = 0.0;
+  for (double v : ws.nic_sum) ps_top = std::max(ps_top, v);  // nic_sum: filled by the PS lanes
+  const double nic_bound = tl.lane0_nic + ps_top;
+  if (tl.lane0_nic > 0.0 && ps_top > 0.0) {
+    auto& suffix = ws.nic_free;  // free again: the PS lanes are done with it
+    suffix.assign(x.fab.workers.size(), 0.0);
+    double lane0 = 0.0, top = 0.0;
+    for (auto q = static_cast<std::uint32_t>(ws.sorted.size()); q-- > 0;) {
+      const auto& j = ws.sorted[q];
+      if (j.lane == 0) {
+        lane0 += j.nic;
+      } else {
+        double* suf = suffix.data();
+        for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
+          const double v = suf[k] + o;
+          suf[k] = v;
+          top = std::max(top, v);
+        });
+      }
+      tl.last_end = std::max(tl.last_end, j.ready + lane0 + top);
+    }
+  }
+  return nic_bound;
+}
+
+// The buckets (step 3) in ready order, with their items (indices into ws.items).
+constexpr void collect_buckets(const workspace& ws, std::uint32_t buckets, std::vector<bucket>& out) {
+  out.assign(buckets, bucket{});
+  for (const auto& j : ws.sorted) {
+    auto& b = out[j.bucket];
+    if (!b.items.empty()) continue;  // a PS bucket's further transfers
+    b.group = j.group;
+    b.ready = j.ready;
+    b.items.reserve(j.count);
+    for (std::uint32_t i = j.head, q = 0; q < j.count; ++q, i = ws.next[i]) {
+      b.items.push_back(i);
+      b.wire_bytes += ws.items[i].wire_bytes;
+    }
+  }
+}
+
+// The core: items (in ws.items) -> prediction, in the steps of the header comment.
+// `out_buckets` (optional) receives the buckets.
+constexpr prediction run(const model_spec& m, const context& x, const strategy_desc& s, const options& opt, workspace& ws,
+                         std::vector<bucket>* out_buckets) {
+  prediction r;
+  r.forward = x.forward;
+  r.backward = x.backward;
+  tally tl;
+  prepare(m, x, s, ws);                          // 1
+  fuse_items(m, x, s, ws, tl);                   // 3, 4
+  order_jobs(m.tensors.size(), ws, tl.buckets);  // bucket numbers in ready order
+  ws.lane_free.assign(1 + x.fab.servers.size(), 0.0);
+  if (opt.timeline) r.events.reserve(ws.sorted.size() * 2);
+  run_lane0(ws, r, opt, tl);                     // 5, 6
+  double nic_bound = 0.0;
+  if (!x.fab.servers.empty()) {
+    run_servers(x, ws, r, opt, tl);              // 5, 6
+    if (x.fab.nodes > 1) nic_bound = shared_nic_bound(x, ws, tl);  // 8
+  }
+  // 7.
+  const double compute_end = r.forward + r.backward;
+  r.iteration = std::max(compute_end, tl.last_end);
+  r.exposed = r.iteration - compute_end;
+  double lb = std::max(tl.lane0_lb, nic_bound);  // the shared NICs (8) move every job's bytes after the forward
+  for (double v : ws.server_lb) lb = std::max(lb, v);
+  r.lower_bound = r.forward + std::max(r.backward, lb);
+  if (out_buckets) collect_buckets(ws, tl.buckets, *out_buckets);
+  return r;
+}
+
+}  // namespace autosync::cost::detail

@@ -1,0 +1,102 @@
+// autosync/exec/collectives/ps_push_pull.hpp — the parameter server's push and pull.
+//
+//   ps_push_pull: a star through one server rank (push: every rank's vector summed on the server,
+//   pull: the sum sent back). With local replication the node first sums onto its local rank 0,
+//   only node leaders talk to the server, and leaders hand the result to their node.
+//
+// Part of exec/collectives.hpp (the overview: block layout, segmented buffers, exactness).
+#pragma once
+
+#include <autosync/exec/collectives/common.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace autosync::exec {
+
+// Parameter server: server_rank sums every rank's buf, then every rank receives the sum.
+//
+//   local_replication = false            local_replication = true (2 nodes x 2, server 1)
+//     r0 --push--> S <--push-- r2          r0 <-- r1(S) : node 0 sums on its leader r0
+//     r1 --push--> S                       r2 <-- r3    : node 1 sums on its leader r2
+//     S --pull--> r0 r1 r2                 r0, r2 --push--> S (r1); S --pull--> r0, r2
+//                                          r0 -> (r1 already has it), r2 -> r3
+template <Backend B>
+void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_rank, bool local_replication) {
+  detail::check_args(c, buf, n, t, "ps_push_pull");
+  const int p = c.world.size(), r = c.world.rank();
+  if (server_rank < 0 || server_rank >= p)
+    throw error("server_rank", "ps_push_pull: " + std::to_string(server_rank) + " is not a rank of the " + std::to_string(p) + "-rank world");
+  const detail::view v(buf, t);
+  if (p == 1) return;
+  unsigned char* tmp = nullptr;
+  if (!local_replication) {
+    if (r == server_rank) {
+      tmp = detail::room(c.scratch, n, v.es);
+      for (int q = 0; q < p; ++q) {
+        if (q == server_rank) continue;
+        c.world.recv(tmp, n, t, q, detail::tag_ps_push);
+        sum_into(buf, tmp, n, t);
+      }
+      for (int q = 0; q < p; ++q)
+        if (q != server_rank) c.world.send(buf, n, t, q, detail::tag_ps_pull);
+    } else {
+      c.world.send(buf, n, t, server_rank, detail::tag_ps_push);
+      c.world.recv(buf, n, t, server_rank, detail::tag_ps_pull);
+    }
+    return;
+  }
+  if (!c.intra.valid() || c.intra.size() != c.ranks_per_node)
+    throw error("comms", "ps_push_pull: local replication needs the intra communicator of comms::make");
+  const int g = c.ranks_per_node, nodes = c.nodes;
+  // 1. the node sums onto its local rank 0 (the leader)
+  if (c.local == 0) {
+    if (g > 1) tmp = detail::room(c.scratch, n, v.es);
+    for (int l = 1; l < g; ++l) {
+      c.intra.recv(tmp, n, t, l, detail::tag_ps_intra);
+      sum_into(buf, tmp, n, t);
+    }
+  } else {
+    c.intra.send(buf, n, t, 0, detail::tag_ps_intra);
+  }
+  // 2. leaders push to the server, 3. the server sends the sum back to the leaders
+  const bool server_leads = server_rank % g == 0;
+  if (r == server_rank) {
+    if (tmp == nullptr) tmp = detail::room(c.scratch, n, v.es);
+    bool first = !server_leads;  // a non-leader server's own part went into its leader's sum
+    for (int k = 0; k < nodes; ++k) {
+      const int leader = k * g;
+      if (leader == server_rank) continue;
+      if (first) {
+        c.world.recv(buf, n, t, leader, detail::tag_ps_push);
+        first = false;
+      } else {
+        c.world.recv(tmp, n, t, leader, detail::tag_ps_push);
+        sum_into(buf, tmp, n, t);
+      }
+    }
+    for (int k = 0; k < nodes; ++k)
+      if (k * g != server_rank) c.world.send(buf, n, t, k * g, detail::tag_ps_pull);
+  } else if (c.local == 0) {
+    c.world.send(buf, n, t, server_rank, detail::tag_ps_push);
+    c.world.recv(buf, n, t, server_rank, detail::tag_ps_pull);
+  }
+  // 4. leaders hand the sum to their node (the server already has it)
+  if (c.local == 0) {
+    for (int l = 1; l < g; ++l)
+      if (c.node * g + l != server_rank) c.intra.send(buf, n, t, l, detail::tag_ps_bcast);
+  } else if (r != server_rank) {
+    c.intra.recv(buf, n, t, 0, detail::tag_ps_bcast);
+  }
+}
+
+}  // namespace autosync::exec
