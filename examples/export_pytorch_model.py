@@ -4,6 +4,7 @@
     python3 examples/export_pytorch_model.py                      # a built-in toy CNN
     python3 examples/export_pytorch_model.py --model resnet50     # torchvision, when importable
     python3 examples/export_pytorch_model.py --out toy.json --batch 64
+    python3 examples/export_pytorch_model.py --model resnet50 --profile --precision bf16   # measured compute
 
 Or from your own code:
 
@@ -36,12 +37,25 @@ the sample. With a sample the script also runs one backward pass and records the
 each parameter's gradient became ready ("ready_order", 0 = first); that order is emitted only
 when every trainable parameter received a gradient. The module's parameters, gradients and
 buffers (e.g. BatchNorm running statistics) are restored afterwards.
+
+Profile (--profile, or export(..., profile=profile(module, sample))): runs forward and backward
+on the device (CUDA when available, else the CPU) at the sample's batch, `--warmup` untimed and
+`--iters` timed steps, and records the median forward time, backward time, and for every
+parameter the time after backward starts at which its gradient was ready (a gradient hook; on
+CUDA an event recorded in the hook, so the times are the device's). They are written as
+"measured_forward", "measured_backward", "measured_on" and each tensor's "ready_time"; autosync's
+timeline then uses them instead of its compute model (include/autosync/cost/compute.hpp).
+--precision bf16|fp16 runs under torch.autocast, tf32 enables TF32 matmuls and convolutions,
+fp32 disables both, pytorch-fp32 (the default) leaves PyTorch's defaults; the precision is
+written as "precision". With --profile the sample batch is --batch: the times are the batch's.
 """
 
 import argparse
 import json
 import math
+import statistics
 import sys
+import time
 
 import torch
 from torch import nn
@@ -164,13 +178,103 @@ def _ready_order(module, output, params):
     return {name: i for i, name in enumerate(ranked)}
 
 
-def export(module, path, name, batch_per_device=None, sample_input=None, source=None):
+_PRECISIONS = ("pytorch-fp32", "fp32", "tf32", "bf16", "fp16")
+
+
+def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, device=None):
+    """Measure forward, backward and each parameter's gradient-ready time (seconds; medians).
+
+    Returns {"forward": s, "backward": s, "ready": {name: s}, "device": str, "precision": str}.
+    The module is moved to `device` (default: CUDA when available) and moved back; its state and
+    gradients are restored.
+    """
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, got '{precision}'")
+    if iters < 1 or warmup < 0:
+        raise ValueError("iters must be >= 1 and warmup >= 0")
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
+    args = tuple(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)
+    home = next(module.parameters()).device
+    saved_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    saved_grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in params}
+    flags = None
+    if cuda and precision in ("fp32", "tf32"):
+        flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+    def stamp():
+        if cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def between(a, b):
+        return a.elapsed_time(b) / 1e3 if cuda else b - a
+
+    fwd, bwd, ready = [], [], {n: [] for n, _ in params}
+    module.to(dev)
+    try:
+        for step in range(warmup + iters):
+            for _, p in params:
+                p.grad = None
+            marks = {}
+            handles = [p.register_hook(lambda g, n=n: marks.__setitem__(n, stamp())) for n, p in params]
+            try:
+                t0 = stamp()
+                if dtype is not None:
+                    with torch.autocast(device_type=dev.type, dtype=dtype):
+                        out = module(*args)
+                else:
+                    out = module(*args)
+                loss = _first_tensor(out).float().sum()
+                t1 = stamp()
+                loss.backward()
+                t2 = stamp()
+            finally:
+                for h in handles:
+                    h.remove()
+            if cuda:
+                torch.cuda.synchronize()
+            missing = [n for n, _ in params if n not in marks]
+            if missing:
+                raise ValueError(f"parameter {missing[0]} received no gradient: a profile needs every trainable "
+                                 "parameter to take part in the step")
+            if step < warmup:
+                continue
+            fwd.append(between(t0, t1))
+            bwd.append(between(t1, t2))
+            for n, _ in params:
+                ready[n].append(between(t1, marks[n]))
+    finally:
+        module.to(home)
+        module.load_state_dict(saved_state)
+        for n, p in params:
+            p.grad = saved_grads[n]
+        if flags is not None:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+    backward = statistics.median(bwd)
+    name = torch.cuda.get_device_name(dev) if cuda else "CPU"
+    return {"forward": statistics.median(fwd), "backward": backward,
+            "ready": {n: min(max(statistics.median(v), 0.0), backward) for n, v in ready.items()},
+            "device": f"{name}, PyTorch {torch.__version__}, {precision}", "precision": precision}
+
+
+def export(module, path, name, batch_per_device=None, sample_input=None, source=None, measured=None):
     """Write `module`'s trainable parameters to `path` as an autosync model JSON.
 
     batch_per_device: the per-device batch the model trains with (default: the sample's dim 0,
         or 1 without a sample).
     sample_input: a tensor (or tuple of tensors) to run forward hooks on; enables FLOPs,
         sparse densities and ready_order.
+    measured: what profile() returned: writes the measured forward/backward, every tensor's
+        ready_time and the precision.
     Returns the dictionary that was written.
     """
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -225,6 +329,8 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         }
         if order is not None:
             entry["ready_order"] = order[pname]
+        if measured is not None:
+            entry["ready_time"] = float(measured["ready"][pname])
         tensors.append(entry)
 
     if source is None:
@@ -238,6 +344,11 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         "source": source,
         "tensors": tensors,
     }
+    if measured is not None:
+        doc["precision"] = measured["precision"]
+        doc["measured_forward"] = float(measured["forward"])
+        doc["measured_backward"] = float(measured["backward"])
+        doc["measured_on"] = measured["device"]
     head = {k: v for k, v in doc.items() if k != "tensors"}
     with open(path, "w", encoding="utf-8") as f:   # one tensor per line
         f.write(json.dumps(head)[:-1] + ', "tensors": [\n')
@@ -275,7 +386,17 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=32, help="batch per device (default 32)")
     ap.add_argument("--sample-batch", type=int, default=2, help="batch of the measured sample (default 2)")
     ap.add_argument("--no-sample", action="store_true", help="write shapes only, no FLOPs")
+    ap.add_argument("--profile", action="store_true",
+                    help="measure forward, backward and each gradient's ready time at --batch on this machine's device")
+    ap.add_argument("--precision", default="pytorch-fp32", choices=_PRECISIONS, help="precision of the profile")
+    ap.add_argument("--iters", type=int, default=5, help="timed steps of the profile (default 5)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps before them (default 2)")
+    ap.add_argument("--device", default=None, help="device of the profile (default: cuda when available, else cpu)")
     a = ap.parse_args(argv)
+    if a.profile and a.no_sample:
+        ap.error("--profile needs a sample (drop --no-sample)")
+    if a.profile:
+        a.sample_batch = a.batch
 
     torch.manual_seed(0)
     if a.model == "toy":
@@ -289,11 +410,16 @@ def main(argv=None):
         module = getattr(torchvision.models, a.model)()
         sample = torch.randn(a.sample_batch, 3, 224, 224)
     out = a.out or f"{a.model}.json"
-    doc = export(module, out, a.model, batch_per_device=a.batch, sample_input=None if a.no_sample else sample)
+    measured = profile(module, sample, a.precision, a.iters, a.warmup, a.device) if a.profile else None
+    doc = export(module, out, a.model, batch_per_device=a.batch, sample_input=None if a.no_sample else sample,
+                 measured=measured)
     total = sum(t["backward_flops"] for t in doc["tensors"])
     print(f"{out}: {len(doc['tensors'])} tensors, "
           f"{sum(math.prod(t['shape']) for t in doc['tensors'])} parameters, "
           f"forward {doc['forward_flops']:.4g} FLOPs, backward {total:.4g} FLOPs per device per step")
+    if measured is not None:
+        print(f"  measured on {measured['device']}: forward {measured['forward'] * 1e3:.3f} ms, "
+              f"backward {measured['backward'] * 1e3:.3f} ms (medians of {a.iters})")
 
 
 if __name__ == "__main__":

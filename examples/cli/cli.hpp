@@ -20,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #ifndef AUTOSYNC_VERSION
 #define AUTOSYNC_VERSION "unknown"  // examples/CMakeLists.txt passes the project version
@@ -71,15 +72,30 @@ inline void write_file(const std::string& path, const std::string& text, const c
 
 // --model, --cluster and --timeline of `optimize` and `explain` (default: the main job, bert-large
 // on 4 x p3.16xlarge).
+// --precision overrides the model's training precision (cost/compute.hpp: which units run the
+// matrix work, how many bytes the activations have).
 struct model_cluster_opts {
   std::string model = "bert-large";
   std::string cluster = "p3.16xlarge-x4";
   std::string timeline;
+  std::string precision;  // empty: the model's own (pytorch-fp32 unless its JSON says otherwise)
 };
 inline void add_model_cluster(CLI::App* sub, model_cluster_opts& o) {
   sub->add_option("--model", o.model, "zoo model name or model JSON file")->capture_default_str();
   sub->add_option("--cluster", o.cluster, "cluster preset name or cluster JSON file")->capture_default_str();
   sub->add_option("--timeline", o.timeline, "write the predicted iteration timeline as SVG");
+  std::vector<std::string> names;
+  for (precision p : all_precisions) names.emplace_back(name_of(p));
+  sub->add_option("--precision", o.precision,
+                  "training precision: pytorch-fp32 (PyTorch's default: TF32 convolutions, fp32 matmuls), fp32, tf32, "
+                  "bf16 or fp16 (autocast); default: the model's own")
+      ->check(CLI::IsMember(names));
+}
+// The model of --model with --precision applied.
+inline model_spec load_model(const model_cluster_opts& o) {
+  model_spec m = load_model(o.model);
+  if (!o.precision.empty()) m.training_precision = *parse_precision(o.precision);
+  return m;
 }
 
 }  // namespace autosync_cli

@@ -25,7 +25,7 @@ struct explain_opts {
 };
 
 int run_explain(const explain_opts& o) {
-  const auto m = load_model(o.in.model);
+  const auto m = load_model(o.in);
   const auto c = load_cluster(o.in.cluster);
   const auto s = io::load_strategy_file(o.strategy);
   s.validate(m, c);

@@ -43,7 +43,7 @@ int run_optimize(const optimize_opts& o) {
   if (!(o.compute_scale >= 0.0) || !std::isfinite(o.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
   if (!(o.epsilon >= 0.0) || !std::isfinite(o.epsilon)) throw error("--epsilon", "must be a finite number >= 0");
   // the model as `autosync run --compute-scale X` runs it: FLOPs x X
-  const auto m = learn::scaled_compute(load_model(o.in.model), o.compute_scale);
+  const auto m = learn::scaled_compute(load_model(o.in), o.compute_scale);
   const auto c = load_cluster(o.in.cluster);
   search::options opt;
   opt.seed = o.seed;
@@ -60,7 +60,8 @@ int run_optimize(const optimize_opts& o) {
   }
   if (!o.json)
     std::cout << "autosync: optimizing " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
-              << ") on " << c.name << " (" << c.world_size() << " ranks, " << c.worker_nodes() << " nodes)\n";
+              << ", " << name_of(m.training_precision) << ") on " << c.name << " (" << c.world_size() << " ranks, "
+              << c.worker_nodes() << " nodes)\n";
   const auto r = search::optimize(m, c, opt);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
 

@@ -52,6 +52,28 @@ struct network_transport {
   friend constexpr bool operator==(const network_transport&, const network_transport&) = default;
 };
 
+// What one device computes with (cost/compute.hpp): a roofline per kernel. Matrix work runs at
+// `matmul_efficiency` of the dense peak of its precision, less the tile and wave quantization of
+// its GEMM shape over `multiprocessors`; memory-bound work moves its bytes at `memory_bandwidth` x
+// `memory_efficiency`; no kernel takes less than `kernel_floor`. A zero peak means the device has
+// no such unit: TF32, bf16 or fp16 requests then run at the fp32 rate (allow_tf32 does nothing
+// before Ampere; bf16 has no tensor-core path before Ampere). All zero (`described()` false): the
+// device is not described and the cost model uses `node_spec::device_flops` for FLOPs alone.
+struct device_compute {
+  double fp32 = 0.0;              // dense peak FLOP/s: fp32 on the vector units (non-tensor)
+  double tf32 = 0.0;              //   TF32 tensor cores
+  double bf16 = 0.0;              //   bf16 tensor cores (fp32 accumulate)
+  double fp16 = 0.0;              //   fp16 tensor cores (fp32 accumulate)
+  double matmul_efficiency = 0.0; // fraction of the peak a large, well-shaped GEMM reaches, (0, 1]
+  double memory_bandwidth = 0.0;  // bytes/s of device memory (datasheet)
+  double memory_efficiency = 0.0; // fraction of it a streaming kernel reaches, (0, 1]
+  int multiprocessors = 0;        // SMs (CUDA) or cores: the tiles of one wave; 0: no quantization
+  double kernel_floor = 0.0;      // seconds: the least time one kernel takes in a stream of them
+
+  [[nodiscard]] constexpr bool described() const noexcept { return fp32 > 0.0 && memory_bandwidth > 0.0; }
+  friend constexpr bool operator==(const device_compute&, const device_compute&) = default;
+};
+
 struct node_spec {
   std::string name;
   int devices = 1;               // ranks on this node (0 for a server-only node)
@@ -61,6 +83,7 @@ struct node_spec {
   bool server_only = false;      // a CPU parameter server without devices
   double device_flops = 0.0;     // effective training FLOP/s of one device
   double reduce_bandwidth = 0.0; // bytes/s one device reduces (sums) in memory: the gamma term
+  device_compute compute{};      // the device's compute roofline (optional: see device_compute)
 
   [[nodiscard]] constexpr double nic_bandwidth() const noexcept { return nic.bandwidth * nics; }
 };
@@ -146,6 +169,7 @@ struct cluster_spec {
         if (n.devices > 1 && !finite_pos(n.intra.bandwidth)) throw error(f + ".intra.bandwidth", "must be a positive number of bytes/s");
         if (!finite_pos(n.device_flops)) throw error(f + ".device_flops", "must be a positive number of FLOP/s");
         if (!finite_pos(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be a positive number of bytes/s");
+        validate_compute(n.compute, f + ".compute");
       }
       if (!finite_nonneg(n.intra.latency)) throw error(f + ".intra.latency", "must be a finite non-negative number of seconds");
       if (n.nics < 1 || n.nics > 64) throw error(f + ".nics", "must be in [1, 64]");
@@ -161,6 +185,26 @@ struct cluster_spec {
     if (transport.ll128 < -1 || transport.ll128 > 1) throw error("transport.ll128", "must be -1 (default), 0 or 1");
     if (!(std::isfinite(latency_scale) && latency_scale > 0.0 && latency_scale <= 1e3)) throw error("latency_scale", "must be in (0, 1000]");
     if (channels < 0 || channels > 64) throw error("channels", "must be in [0, 64] (0: NCCL's rule)");
+  }
+
+  static void validate_compute(const device_compute& d, const std::string& f) {
+    if (d == device_compute{}) return;  // not described
+    auto rate = [&](double v, const char* name, bool required) {
+      if (!std::isfinite(v) || v < 0.0 || v > 1e18 || (required && v == 0.0))
+        throw error(f + "." + name, required ? "must be a positive number (at most 1e18)" : "must be a number in [0, 1e18] (0: no such unit)");
+    };
+    rate(d.fp32, "fp32", true);
+    rate(d.tf32, "tf32", false);
+    rate(d.bf16, "bf16", false);
+    rate(d.fp16, "fp16", false);
+    rate(d.memory_bandwidth, "memory_bandwidth", true);
+    auto fraction = [&](double v, const char* name) {
+      if (!(v > 0.0 && v <= 1.0)) throw error(f + "." + name, "must be a fraction in (0, 1]");
+    };
+    fraction(d.matmul_efficiency, "matmul_efficiency");
+    fraction(d.memory_efficiency, "memory_efficiency");
+    if (d.multiprocessors < 0 || d.multiprocessors > 1'000'000) throw error(f + ".multiprocessors", "must be in [0, 1000000]");
+    if (!(d.kernel_floor >= 0.0 && d.kernel_floor < 1.0)) throw error(f + ".kernel_floor", "must be seconds in [0, 1)");
   }
 };
 

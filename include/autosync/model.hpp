@@ -2,8 +2,18 @@
 //
 // A `tensor` is one trainable parameter's gradient. A `model_spec` lists them in forward
 // (`named_parameters()`) order; backward produces gradients in reverse unless a tensor
-// states its own `ready_order`. Compute per tensor is carried as FLOPs so that the cost model
-// can turn it into time with a device throughput from the cluster.
+// states its own `ready_order`.
+//
+// Compute is described three ways, the best one present wins (cost/compute.hpp):
+//   1. a measured profile: every tensor's `ready_time` (seconds after backward starts) and the
+//      model's `measured_forward` / `measured_backward` (examples/export_pytorch_model.py
+//      --profile records them on the user's device);
+//   2. `layers`: what each layer does (a GEMM of m x n x k, a batch norm over N elements, a
+//      softmax ...), in forward order, each attributed to a tensor; cost/compute.hpp turns
+//      them into time on a device at the model's training `precision` (roofline per kernel);
+//   3. FLOPs only (`forward_flops`, `backward_flops` per tensor): time = FLOPs / the device's
+//      matrix throughput at `precision` — an optimistic bound (no memory-bound work).
+// FLOPs are kept in every case (features, reports): 2 x multiply-adds, as PyTorch counts them.
 #pragma once
 
 #include <autosync/error.hpp>
@@ -60,6 +70,131 @@ inline constexpr dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16, dtyp
   return std::nullopt;
 }
 
+// The precision a model trains in: which units run the matrix work (convolutions, matmuls) and
+// how many bytes an activation element has. `pytorch_fp32` is the default: it is what a
+// PyTorch script that sets nothing runs on NVIDIA GPUs — convolutions through cuDNN in TF32
+// (torch.backends.cudnn.allow_tf32 = True, the default) and matmuls in true fp32
+// (torch.backends.cuda.matmul.allow_tf32 = False, the default since PyTorch 1.12).
+enum class precision : std::uint8_t {
+  pytorch_fp32,  // fp32 as PyTorch runs it by default: TF32 convolutions, fp32 matmuls, 4-byte activations
+  fp32,          // true fp32 everywhere (both allow_tf32 flags False)
+  tf32,          // TF32 convolutions and matmuls (both allow_tf32 flags True), 4-byte activations
+  bf16,          // torch.autocast(bfloat16): bf16 matmuls/convs and activations; norms, softmax and
+                 // losses in fp32 (autocast's fp32 list); fp32 master weights cast every step
+  fp16,          // torch.autocast(float16): as bf16 with fp16 tensor cores
+};
+
+inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precision::fp32, precision::tf32,
+                                               precision::bf16, precision::fp16};
+
+[[nodiscard]] constexpr std::string_view name_of(precision p) noexcept {
+  switch (p) {
+    case precision::pytorch_fp32: return "pytorch-fp32";
+    case precision::fp32: return "fp32";
+    case precision::tf32: return "tf32";
+    case precision::bf16: return "bf16";
+    case precision::fp16: return "fp16";
+  }
+  return "pytorch-fp32";
+}
+
+[[nodiscard]] constexpr std::optional<precision> parse_precision(std::string_view s) noexcept {
+  for (precision p : all_precisions)
+    if (name_of(p) == s) return p;
+  return std::nullopt;
+}
+
+// Mixed precision (autocast): 2-byte activations, fp32 master weights.
+[[nodiscard]] constexpr bool autocast(precision p) noexcept { return p == precision::bf16 || p == precision::fp16; }
+
+// What a layer does, for the compute model (cost/compute.hpp says what each kind costs).
+//
+//   kind        m, n, k, count                         elements (outputs)
+//   linear      rows, out features, in features         -            GEMM; bias: + row reduction in backward
+//   conv        batch*Hout*Wout, Cout, Cin/groups*kh*kw  input elements (implicit GEMM, cuDNN)
+//   matmul      m, n, k of each of `count` products      -            weightless batched matmul (attention)
+//   attention   queries, keys, head dim; count = batch x heads   -     fused attention (SDPA: FlashAttention
+//                                                                      or memory-efficient; `causal`: masked
+//                                                                      half skipped); scores stay on chip
+//   batch_norm  -                                        activation elements (statistics over the batch)
+//   layer_norm  -                                        activation elements (statistics per row)
+//   activation  -                                        elements     ReLU, GELU, tanh ...
+//   add         -                                        elements     residual add (backward: the
+//                                                                     gradient accumulation at the fork)
+//   scale       -                                        elements     multiply by a constant, masked fill
+//   copy        -                                        elements     a layout change (.contiguous(), cat)
+//   dropout     -                                        elements     writes a 1-byte mask in forward
+//   softmax     -                                        elements     over the last axis
+//   max_pool    -                                        input elements (outputs: output elements)
+//   avg_pool    -                                        input elements (outputs: output elements)
+//   embedding   rows of the table, width                 lookups x width (gathered elements)
+//   loss        -                                        logits (cross entropy: log-softmax + NLL)
+enum class layer_kind : std::uint8_t {
+  linear, conv, matmul, batch_norm, layer_norm, activation, add, scale, copy, dropout, softmax, max_pool, avg_pool,
+  embedding, loss, attention
+};
+
+inline constexpr layer_kind all_layer_kinds[] = {
+    layer_kind::linear,     layer_kind::conv,     layer_kind::matmul,   layer_kind::batch_norm, layer_kind::layer_norm,
+    layer_kind::activation, layer_kind::add,      layer_kind::scale,    layer_kind::copy,       layer_kind::dropout,
+    layer_kind::softmax,    layer_kind::max_pool, layer_kind::avg_pool, layer_kind::embedding,  layer_kind::loss,
+    layer_kind::attention};
+
+[[nodiscard]] constexpr std::string_view name_of(layer_kind k) noexcept {
+  switch (k) {
+    case layer_kind::linear: return "linear";
+    case layer_kind::conv: return "conv";
+    case layer_kind::matmul: return "matmul";
+    case layer_kind::batch_norm: return "batch_norm";
+    case layer_kind::layer_norm: return "layer_norm";
+    case layer_kind::activation: return "activation";
+    case layer_kind::add: return "add";
+    case layer_kind::scale: return "scale";
+    case layer_kind::copy: return "copy";
+    case layer_kind::dropout: return "dropout";
+    case layer_kind::softmax: return "softmax";
+    case layer_kind::max_pool: return "max_pool";
+    case layer_kind::avg_pool: return "avg_pool";
+    case layer_kind::embedding: return "embedding";
+    case layer_kind::loss: return "loss";
+    case layer_kind::attention: return "attention";
+  }
+  return "linear";
+}
+
+[[nodiscard]] constexpr std::optional<layer_kind> parse_layer_kind(std::string_view s) noexcept {
+  for (layer_kind k : all_layer_kinds)
+    if (name_of(k) == s) return k;
+  return std::nullopt;
+}
+
+// The GEMM-shaped kinds (m, n, k describe the product); the others move `elements`.
+[[nodiscard]] constexpr bool matrix_kind(layer_kind k) noexcept {
+  return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul || k == layer_kind::attention;
+}
+
+// One layer (one framework op, or a module's op) in forward order. `tensor` is the tensor whose
+// gradient becomes ready right after this layer's backward: the layer's own weight (or bias),
+// or, for a layer that owns no tensor, the tensor that precedes it in forward order (the next
+// one backward reaches). -1: before every tensor (its backward, if any, comes last).
+struct layer {
+  std::string name;
+  layer_kind kind = layer_kind::activation;
+  std::int32_t tensor = -1;
+  std::int64_t m = 0, n = 0, k = 0;  // matrix kinds; embedding: m = table rows, n = width
+  std::int64_t count = 1;            // matmul: products in the batch; elementwise kinds: kernels the op
+                                     // runs as (a composite such as GPT-2's gelu_new is 8)
+  std::int64_t elements = 0;         // memory-bound kinds (see layer_kind); conv: input elements
+  std::int64_t outputs = 0;          // pooling: output elements
+  bool bias = false;                 // linear / conv: a bias is added (its gradient is a reduction)
+  bool causal = false;               // attention: a causal mask (the kernel skips the masked half)
+  bool channels_last = false;        // conv: the network runs NHWC (torch.channels_last): no layout
+                                     // transposes around tensor-core convolutions
+  bool input_grad = true;            // backward computes the input's gradient: false for a first
+                                     // layer whose input needs none, and for elementwise ops whose
+                                     // gradient passes through unchanged (adding a constant mask)
+};
+
 struct tensor {
   std::string name;
   std::vector<std::int64_t> shape;  // row-major; axis 0 is the row axis of embeddings
@@ -68,6 +203,8 @@ struct tensor {
   double sparse_density = 1.0;      // fraction of axis-0 rows a sparse gradient touches per step
   double backward_flops = 0.0;      // per device per step: backward work that produces this gradient
   std::int32_t ready_order = -1;    // position in backward order (0 = ready first); -1: reverse of forward
+  double ready_time = -1.0;         // measured: seconds after backward starts until this gradient is
+                                    // ready (-1: not measured; either every tensor has one or none)
 
   [[nodiscard]] constexpr std::int64_t elements() const noexcept {
     std::int64_t n = 1;
@@ -90,6 +227,15 @@ struct model_spec {
   double forward_flops = 0.0;      // per device per step (whole forward pass)
   std::int64_t batch_per_device = 0;
   std::string source;              // where the numbers come from
+  precision training_precision = precision::pytorch_fp32;  // how it trains (see `precision`)
+  std::vector<layer> layers{};     // forward order; empty: FLOPs only
+  double measured_forward = 0.0;   // seconds, with a measured profile (tensors' ready_time)
+  double measured_backward = 0.0;  // seconds from the start of backward to its end
+  std::string measured_on{};       // the device the profile was measured on
+
+  [[nodiscard]] constexpr bool has_profile() const noexcept {
+    return measured_backward > 0.0 && !tensors.empty() && tensors.front().ready_time >= 0.0;
+  }
 
   [[nodiscard]] constexpr std::int64_t total_elements() const noexcept {
     std::int64_t n = 0;
@@ -150,6 +296,8 @@ struct model_spec {
       if (t.ready_order >= 0) any_order = true;
     }
     if (!(forward_flops >= 0.0) || forward_flops > 1e30) throw error("forward_flops", "must be a finite non-negative number");
+    validate_layers();
+    validate_profile();
     if (batch_per_device < 0) throw error("batch_per_device", "must not be negative");
     if (any_order) {
       order_used.assign(tensors.size(), false);
@@ -161,6 +309,53 @@ struct model_spec {
         if (order_used[static_cast<std::size_t>(r)]) throw error(f, "position " + std::to_string(r) + " used twice");
         order_used[static_cast<std::size_t>(r)] = true;
       }
+    }
+  }
+
+ private:
+  void validate_layers() const {
+    constexpr std::int64_t big = std::int64_t{1} << 52;  // exact in a double; far above any real layer
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& l = layers[i];
+      const std::string f = "layers[" + std::to_string(i) + "]";
+      if (l.tensor < -1 || l.tensor >= static_cast<std::int64_t>(tensors.size()))
+        throw error(f + ".tensor", "must be -1 or the index of a tensor (< " + std::to_string(tensors.size()) + ")");
+      auto dim = [&](std::int64_t v, const char* field, std::int64_t least) {
+        if (v < least || v > big)
+          throw error(f + "." + field, "must be in [" + std::to_string(least) + ", 2^52], got " + std::to_string(v));
+      };
+      dim(l.count, "count", 1);
+      if (matrix_kind(l.kind)) {
+        dim(l.m, "m", 1);
+        dim(l.n, "n", 1);
+        dim(l.k, "k", 1);
+        if (static_cast<double>(l.m) * static_cast<double>(l.n) * static_cast<double>(l.k) * static_cast<double>(l.count) > 1e24)
+          throw error(f, "m x n x k x count is too large (over 1e24)");
+        dim(l.elements, "elements", 0);
+      } else {
+        dim(l.elements, "elements", 1);
+        dim(l.m, "m", 0);
+        dim(l.n, "n", 0);
+        dim(l.k, "k", 0);
+        if (l.kind == layer_kind::embedding && (l.m < 1 || l.n < 1))
+          throw error(f + (l.m < 1 ? ".m" : ".n"), "an embedding states its table rows (m) and width (n)");
+      }
+      dim(l.outputs, "outputs", (l.kind == layer_kind::max_pool || l.kind == layer_kind::avg_pool) ? 1 : 0);
+    }
+  }
+  void validate_profile() const {
+    if (!(measured_forward >= 0.0 && measured_forward < 1e6)) throw error("measured_forward", "must be seconds in [0, 1e6)");
+    if (!(measured_backward >= 0.0 && measured_backward < 1e6)) throw error("measured_backward", "must be seconds in [0, 1e6)");
+    const bool any = std::any_of(tensors.begin(), tensors.end(), [](const tensor& t) { return t.ready_time != -1.0; });
+    if (!any) return;
+    if (!(measured_backward > 0.0))
+      throw error("measured_backward", "a profile (tensors' ready_time) needs the measured backward time (> 0)");
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const double r = tensors[i].ready_time;
+      const std::string f = "tensors[" + std::to_string(i) + "].ready_time";
+      if (r == -1.0) throw error(f, "either every tensor or none states ready_time");
+      if (!(r >= 0.0 && r <= measured_backward * (1.0 + 1e-9)))
+        throw error(f, "must be seconds in [0, measured_backward]");
     }
   }
 };

@@ -341,7 +341,7 @@ TEST_CASE("json errors: types, names, keys, ranges") {
   CHECK(model_err(R"({"name": "a", "shape": [1], "dtype": "f8"})") ==
         "m.json:2: 'tensors[0].dtype': unknown dtype 'f8' (valid: f32, f16, bf16, f64, i32, i64)");
   CHECK(model_err(R"({"name": "a", "shape": [1], "shpe": [1]})") ==
-        "m.json:2: 'tensors[0].shpe': unknown key 'shpe' (valid: name, shape, dtype, sparse, sparse_density, backward_flops, ready_order)");
+        "m.json:2: 'tensors[0].shpe': unknown key 'shpe' (valid: name, shape, dtype, sparse, sparse_density, backward_flops, ready_order, ready_time)");
   CHECK(model_err(R"({"name": 7, "shape": [1]})") == "m.json:2: 'tensors[0].name': must be a string, got 7");
   CHECK(model_err(R"({"name": "a", "shape": "1"})") == "m.json:2: 'tensors[0].shape': must be an array, got \"1\"");
   CHECK(model_err(R"({"name": "a", "shape": [1.5]})") == "m.json:2: 'tensors[0].shape[0]': must be an integer, got 1.5");
@@ -415,7 +415,7 @@ TEST_CASE("json errors: cluster") {
         "c.json:1: 'nodes[0].devices': must be an integer in [-2147483648, 2147483647], got 2147483648");
   CHECK(err("{\"nodes\": [{\"nick\": 1}]}") ==
         "c.json:1: 'nodes[0].nick': unknown key 'nick' (valid: name, count, devices, intra, nic, nics, server_only, device_flops, "
-        "reduce_bandwidth)");
+        "reduce_bandwidth, compute)");
   // validate() speaks of expanded node 5; the message points at the JSON entry it came from.
   const std::string text = R"({"nodes": [
     {"name": "a", "devices": 1, "nic": {"bandwidth": 1e9}, "device_flops": 1e12, "reduce_bandwidth": 1e10},

@@ -18,10 +18,12 @@
 // 1. Items: `autosync::expand` (strategy/items.hpp; `expand_into` in the evaluator): one item per
 //    tensor or shard, with its wire bytes (compressed, or touched rows of a sparse gradient)
 //    and its parameter server resolved. The strategy must be valid (strategy_desc::validate).
-// 2. Compute: forward = model.forward_flops / device_flops, backward of tensor t =
-//    t.backward_flops / device_flops (the slowest device of the cluster: data parallelism
-//    waits for it). Gradients become ready in model.backward_order(); the tensor at position
-//    k is ready at forward + the backward time of positions 0..k.
+// 2. Compute (cost/compute.hpp): the forward time and each tensor's backward time on the
+//    slowest device of the cluster (data parallelism waits for it) — from a measured profile,
+//    from the model's layers on the device's roofline at the model's precision, or from FLOPs
+//    alone (forward_flops / rate, backward_flops / rate). Gradients become ready in
+//    model.backward_order(); the tensor at position k is ready at forward + the backward time
+//    of positions 0..k (a profile: at forward + its measured ready time).
 // 3. Fusion: per group, the items in ready order are packed into buckets. The first bucket
 //    holds at most fusion.first_cap_bytes, the others fusion.cap_bytes (dense bytes, the
 //    size of the fusion buffer); a bucket closes when the next item would push it past its

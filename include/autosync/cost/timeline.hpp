@@ -7,6 +7,7 @@
 
 #include <autosync/cluster.hpp>
 #include <autosync/cost/collectives.hpp>
+#include <autosync/cost/compute.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -68,8 +69,9 @@ struct context {
 [[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
   context x;
   x.fab = make_fabric(c);
-  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
-  x.forward = m.forward_flops / flops;
+  // compute (step 2): cost/compute.hpp — a measured profile, the layers' roofline, or FLOPs
+  const compute_times ct = compute(m, c);
+  x.forward = ct.forward;
   const auto ord = m.backward_order();
   x.order.resize(ord.size());
   x.ready_at.resize(ord.size());
@@ -78,10 +80,10 @@ struct context {
   for (std::size_t k = 0; k < ord.size(); ++k) {
     x.order[k] = static_cast<std::uint32_t>(ord[k]);
     x.position[ord[k]] = static_cast<std::uint32_t>(k);
-    t += m.tensors[ord[k]].backward_flops / flops;
+    t = ct.from == compute_times::source::profile ? std::max(t, x.forward + ct.ready[ord[k]]) : t + ct.backward[ord[k]];
     x.ready_at[k] = t;
   }
-  x.backward = t - x.forward;
+  x.backward = t - x.forward + ct.tail;
   const auto W = x.fab.workers.size(), S = x.fab.servers.size();
   x.ps_unit.assign(2 * W, 0.0);
   x.ps_host_unit.assign(2 * S, 0.0);

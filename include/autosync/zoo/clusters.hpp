@@ -118,6 +118,8 @@ inline constexpr double pcie4_bounce = gbyte_per_s(12);
 inline constexpr double shm_copy = gbyte_per_s(8);
 
 // ---- device throughput (effective training FLOP/s of one device) -----------------------------
+// `device_flops`: the rate of FLOPs-only models on a device that is not described, and of
+// compression codecs (cost/estimate.hpp). Models with layers run on the rooflines further down.
 // V100: Megatron-LM (Shoeybi et al. 2019): 39 TFLOP/s sustained on one V100, "30% of peak"
 // (125 TFLOP/s tensor-core peak, V100 SXM2 datasheet).
 inline constexpr double v100_flops = tflops(39);
@@ -154,12 +156,83 @@ inline constexpr double cpu_core_reduce = gbyte_per_s(12) / 3.0;
 // assumption: STREAM reaches ~100 GB/s with all 18 cores -> 33 GB/s summed.
 inline constexpr double c5n_server_reduce = gbyte_per_s(100) / 3.0;
 
+// ---- device compute rooflines (cluster.hpp device_compute; cost/compute.hpp uses them) -------
+// Dense peaks per precision and memory bandwidth are the vendors' datasheet figures (sparsity
+// figures halved); SM counts from the architecture whitepapers. The other three constants:
+//
+// matmul_efficiency — the fraction of the dense peak a large, well-shaped GEMM reaches, from the
+//   "Maximum Achievable Matmul FLOPS" table (S. Bekman, ml-engineering, compute/accelerator:
+//   torch.matmul, bf16, brute-force shape search): A100 SXM 267.9 of 312 TFLOP/s = 85.9 %
+//   (CUDA 12.1), H100 SXM 792.1 of 989 = 80.1 % (CUDA 12.1). The same fraction is taken for the
+//   device's other units (the clock a GPU holds under a saturated GEMM limits them alike).
+//   Devices with no entry: assumption, 80 % (the lowest NVIDIA entry of that table).
+inline constexpr double a100_matmul_efficiency = 267.9 / 312.0;
+inline constexpr double h100_matmul_efficiency = 792.1 / 989.0;
+inline constexpr double unlisted_matmul_efficiency = 0.80;
+// memory_efficiency — the fraction of the datasheet bandwidth a streaming (elementwise) kernel
+//   moves. Assumption: 0.90, the level STREAM-type GPU benchmarks (BabelStream copy/triad)
+//   typically report on HBM parts; GDDR parts are taken alike.
+inline constexpr double hbm_memory_efficiency = 0.90;
+// kernel_floor — the device-side cost of one kernel in a stream of them (launch, ramp-up, tail),
+//   added to its work (cost/compute.hpp). PyTorch's eager mode launches every op as its own
+//   kernel. NVIDIA's introduction to CUDA Graphs (NVIDIA Technical Blog, "Getting Started with
+//   CUDA Graphs", 2019) times a stream of short kernels at a few microseconds each, of which the
+//   kernel's own work is a fraction. Assumption built on it: 4 us per kernel on every CUDA device.
+//   Check: an NCF step at batch 65,536 on an H100 (45 kernels of little work in the zoo's
+//   description) measures 0.24 ms of GPU time, 5.3 us a kernel.
+inline constexpr double cuda_kernel_floor = usec(4.0);
+
+[[nodiscard]] constexpr device_compute gpu(double fp32, double tf32, double bf16, double fp16, double matmul_eff,
+                                           double bandwidth, int sms) noexcept {
+  device_compute d;
+  d.fp32 = fp32;
+  d.tf32 = tf32;
+  d.bf16 = bf16;
+  d.fp16 = fp16;
+  d.matmul_efficiency = matmul_eff;
+  d.memory_bandwidth = bandwidth;
+  d.memory_efficiency = hbm_memory_efficiency;
+  d.multiprocessors = sms;
+  d.kernel_floor = cuda_kernel_floor;
+  return d;
+}
+
+// H100 SXM5 80GB (H100 datasheet): FP32 67, TF32 989 sparse = 494.5 dense, BF16/FP16 1979 sparse =
+// 989.5 dense TFLOP/s; HBM3 3.35 TB/s; 132 SMs (Hopper whitepaper, H100 SXM5).
+inline constexpr device_compute h100_sxm =
+    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(3350), 132);
+// A100 SXM4 40GB (A100 datasheet): FP32 19.5, TF32 156, BF16/FP16 312 TFLOP/s; HBM2 1555 GB/s;
+// 108 SMs (Ampere whitepaper). The 80GB part has 2039 GB/s (same compute).
+inline constexpr device_compute a100_sxm_40gb =
+    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(1555), 108);
+inline constexpr device_compute a100_sxm_80gb =
+    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(2039), 108);
+// V100 SXM2 (V100 datasheet): FP32 15.7, FP16 tensor 125 TFLOP/s, no TF32 or BF16 units; HBM2
+// 900 GB/s; 80 SMs (Volta whitepaper).
+inline constexpr device_compute v100_sxm2 =
+    gpu(tflops(15.7), 0.0, 0.0, tflops(125), unlisted_matmul_efficiency, gbyte_per_s(900), 80);
+// T4 (T4 datasheet): FP32 8.1, FP16 tensor 65 TFLOP/s; GDDR6 320 GB/s; 40 SMs (Turing whitepaper).
+// Its 70 W cap may hold the clock below the peaks' boost clock.
+inline constexpr device_compute t4 = gpu(tflops(8.1), 0.0, 0.0, tflops(65), unlisted_matmul_efficiency, gbyte_per_s(320), 40);
+// GeForce RTX 3090 (GA102 whitepaper, appendix table): FP32 35.6, TF32 tensor 35.6, BF16 and FP16
+// tensor with FP32 accumulate 71 TFLOP/s (dense); GDDR6X 936 GB/s; 82 SMs.
+inline constexpr device_compute rtx3090 =
+    gpu(tflops(35.6), tflops(35.6), tflops(71), tflops(71), unlisted_matmul_efficiency, gbyte_per_s(936), 82);
+// TITAN X (Pascal, GP102; NVIDIA spec): FP32 10.97 TFLOP/s, no tensor cores (its FP16 rate is
+// 1/64: autocast runs at the FP32 rate); GDDR5X 480 GB/s; 28 SMs.
+inline constexpr device_compute titan_x_pascal =
+    gpu(tflops(10.97), 0.0, 0.0, 0.0, unlisted_matmul_efficiency, gbyte_per_s(480), 28);
+// The `local-<N>` CPU ranks are not described: their (simulated) compute stays FLOPs at
+// cpu_core_flops, as the testbed's trial records were measured with it.
+
 }  // namespace hw
 
 namespace detail {
 
-inline node_spec worker(std::string name, int devices, link intra, link nic, int nics, double flops, double reduce) {
+inline node_spec worker(std::string name, int devices, link intra, link nic, int nics, double flops, double reduce,
+                        device_compute compute = {}) {
   node_spec n;
+  n.compute = compute;
   n.name = std::move(name);
   n.devices = devices;
   n.intra = intra;
@@ -208,7 +281,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(
       detail::uniform("autosync-a", "TITAN X (Pascal)", "AutoSync (NeurIPS 2020) cluster A; NVIDIA spec sheets", 11,
                       detail::worker("", 1, {hw::pcie3_host, hw::pcie_latency}, {hw::gbe40, hw::tcp_latency}, 1,
-                                     hw::titan_x_pascal_flops, hw::titan_x_pascal_reduce)),
+                                     hw::titan_x_pascal_flops, hw::titan_x_pascal_reduce, hw::titan_x_pascal)),
       transport_kind::tcp);
 }
 
@@ -217,7 +290,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(
       detail::uniform("autosync-b", "T4", "AutoSync (NeurIPS 2020) cluster B; AWS g4dn.12xlarge and T4 spec sheets", 4,
                       detail::worker("", 4, {hw::pcie3_p2p, hw::pcie_latency}, {hw::gbe50, hw::aws_ena_latency}, 1, hw::t4_flops,
-                                     hw::t4_reduce)),
+                                     hw::t4_reduce, hw::t4)),
       transport_kind::tcp);
 }
 
@@ -246,7 +319,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(
       detail::uniform("p3.16xlarge-x4", "V100-SXM2-16GB", "AWS p3.16xlarge and V100 spec sheets; Megatron-LM 2019", 4,
                       detail::worker("", 8, {hw::v100_nvlink, hw::nvlink_latency}, {hw::gbe25, hw::aws_ena_latency}, 1,
-                                     hw::v100_flops, hw::v100_reduce)),
+                                     hw::v100_flops, hw::v100_reduce, hw::v100_sxm2)),
       transport_kind::tcp);
 }
 
@@ -258,7 +331,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(detail::uniform("dgx-a100-x" + std::to_string(nodes), "A100-SXM4-40GB",
                                            "DGX A100 spec; nccl-tests a100_1node_8gpu_allreduce; Megatron-LM 2021", nodes,
                                            detail::worker("", 8, {hw::a100_nvswitch, hw::nvlink_latency},
-                                                          {hw::ib_hdr200, hw::rdma_latency}, 8, hw::a100_flops, hw::a100_reduce)),
+                                                          {hw::ib_hdr200, hw::rdma_latency}, 8, hw::a100_flops, hw::a100_reduce, hw::a100_sxm_40gb)),
                            transport_kind::rdma);
 }
 
@@ -269,7 +342,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(detail::uniform("dgx-h100-x" + std::to_string(nodes), "H100-SXM5-80GB",
                                            "DGX H100 spec; nccl-tests issue 290 (NDR 400 Gb/s, NVLink)", nodes,
                                            detail::worker("", 8, {hw::h100_nvswitch, hw::nvlink_latency},
-                                                          {hw::ib_ndr400, hw::rdma_latency}, 8, hw::h100_flops, hw::h100_reduce)),
+                                                          {hw::ib_ndr400, hw::rdma_latency}, 8, hw::h100_flops, hw::h100_reduce, hw::h100_sxm)),
                            transport_kind::rdma, true);
 }
 
@@ -278,7 +351,7 @@ inline constexpr int max_local_ranks = 256;
   return detail::nccl_over(
       detail::uniform("commodity-10gbe-x8", "RTX 3090", "GA102 whitepaper and RTX 3090 spec; 10 GbE line rate", 8,
                       detail::worker("", 4, {hw::pcie4_bounce, hw::pcie_latency}, {hw::gbe10, hw::tcp_latency}, 1,
-                                     hw::rtx3090_flops, hw::rtx3090_reduce)),
+                                     hw::rtx3090_flops, hw::rtx3090_reduce, hw::rtx3090)),
       transport_kind::tcp);
 }
 

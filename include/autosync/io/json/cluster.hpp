@@ -6,7 +6,12 @@
 //                {"name": "n", "count": 4, "devices": 8,
 //                 "intra": {"bandwidth": 1.3e11, "latency": 5e-6},
 //                 "nic": {"bandwidth": "25Gb/s", "latency": "20us"},
-//                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11}]}
+//                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11,
+//                 "compute": {"fp32": 6.7e13, "tf32": 4.945e14, "bf16": 9.895e14, "fp16": 9.895e14,
+//                             "matmul_efficiency": 0.8, "memory_bandwidth": "3350GB/s",
+//                             "memory_efficiency": 0.9, "multiprocessors": 132, "kernel_floor": "4us"}}]}
+//              "compute": the device's roofline (cluster.hpp device_compute, cost/compute.hpp);
+//              omitted: the cost model uses device_flops for FLOPs alone.
 //              "count": N replicates the entry N times, names suffixed -0 .. -(N-1).
 //              Optional network side (cluster.hpp, cost/transport.hpp; absent: backend "mpi"):
 //              "backend": "mpi" | "nccl", "transport": {"kind": "rdma" | "efa" | "slingshot" |
@@ -55,6 +60,23 @@ inline constexpr std::int64_t max_nodes = 65536;
   return l;
 }
 
+// A device's compute roofline (cluster.hpp device_compute); cluster_spec::validate checks the values.
+[[nodiscard]] inline device_compute read_device_compute(const json& j, const std::string& f) {
+  expect_object(j, f, "a device compute description");
+  check_keys(j, f, {"fp32", "tf32", "bf16", "fp16", "matmul_efficiency", "memory_bandwidth", "memory_efficiency",
+                    "multiprocessors", "kernel_floor"});
+  device_compute d;
+  for (auto [key, dst] : {std::pair<const char*, double*>{"fp32", &d.fp32}, {"tf32", &d.tf32}, {"bf16", &d.bf16},
+                          {"fp16", &d.fp16}, {"matmul_efficiency", &d.matmul_efficiency},
+                          {"memory_efficiency", &d.memory_efficiency}})
+    if (const json* v = find(j, key)) *dst = read_double(*v, member(f, key));
+  if (const json* v = find(j, "memory_bandwidth"))
+    d.memory_bandwidth = read_quantity(*v, member(f, "memory_bandwidth"), quantity::bandwidth);
+  if (const json* v = find(j, "kernel_floor")) d.kernel_floor = read_quantity(*v, member(f, "kernel_floor"), quantity::time);
+  if (const json* v = find(j, "multiprocessors")) d.multiprocessors = read_int32(*v, member(f, "multiprocessors"));
+  return d;
+}
+
 [[nodiscard]] inline cluster_spec read_cluster(const json& j) {
   expect_object(j, "", "a cluster");
   check_keys(j, "", {"name", "device", "source", "nodes", "backend", "transport", "nvls", "collnet", "gpu_generation", "latency_scale",
@@ -88,7 +110,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     const auto f = element("nodes", i);
     const json& e = ns[i];
     expect_object(e, f, "a node");
-    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth"});
+    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth", "compute"});
     node_spec n;
     if (const json* v = find(e, "name")) n.name = read_string(*v, member(f, "name"));
     if (const json* v = find(e, "devices")) n.devices = read_int32(*v, member(f, "devices"));
@@ -99,6 +121,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (const json* v = find(e, "device_flops")) n.device_flops = read_double(*v, member(f, "device_flops"));
     if (const json* v = find(e, "reduce_bandwidth"))
       n.reduce_bandwidth = read_quantity(*v, member(f, "reduce_bandwidth"), quantity::bandwidth);
+    if (const json* v = find(e, "compute")) n.compute = read_device_compute(*v, member(f, "compute"));
     if (const json* v = find(e, "count")) {
       const auto k = read_int(*v, member(f, "count"), 1, max_nodes);
       if (static_cast<std::int64_t>(c.nodes.size()) + k > max_nodes)
@@ -139,7 +162,8 @@ inline constexpr std::int64_t max_nodes = 65536;
 [[nodiscard]] inline bool same_except_name(const node_spec& a, const node_spec& b) noexcept {
   return a.devices == b.devices && a.intra.bandwidth == b.intra.bandwidth && a.intra.latency == b.intra.latency &&
          a.nic.bandwidth == b.nic.bandwidth && a.nic.latency == b.nic.latency && a.nics == b.nics &&
-         a.server_only == b.server_only && a.device_flops == b.device_flops && a.reduce_bandwidth == b.reduce_bandwidth;
+         a.server_only == b.server_only && a.device_flops == b.device_flops && a.reduce_bandwidth == b.reduce_bandwidth &&
+         a.compute == b.compute;
 }
 
 [[nodiscard]] inline ojson write_cluster(const cluster_spec& c) {
@@ -174,6 +198,13 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (n.server_only != def.server_only) o["server_only"] = n.server_only;
     o["device_flops"] = n.device_flops;
     o["reduce_bandwidth"] = n.reduce_bandwidth;
+    if (n.compute != device_compute{}) {
+      const auto& d = n.compute;
+      o["compute"] = {{"fp32", d.fp32}, {"tf32", d.tf32}, {"bf16", d.bf16}, {"fp16", d.fp16},
+                      {"matmul_efficiency", d.matmul_efficiency}, {"memory_bandwidth", d.memory_bandwidth},
+                      {"memory_efficiency", d.memory_efficiency}, {"multiprocessors", d.multiprocessors},
+                      {"kernel_floor", d.kernel_floor}};
+    }
     ns.push_back(std::move(o));
     i += run;
   }

@@ -5,7 +5,17 @@
 //              "tensors": [                                                          <- required
 //                {"name": "conv1.weight", "shape": [64, 3, 7, 7],                    <- required
 //                 "dtype": "f32", "sparse": false, "sparse_density": 1.0,
-//                 "backward_flops": 1.2e9, "ready_order": 3}, ...]}
+//                 "backward_flops": 1.2e9, "ready_order": 3, "ready_time": 0.0042}, ...],
+//              "precision": "pytorch-fp32" | "fp32" | "tf32" | "bf16" | "fp16",
+//              "layers": [{"name": "conv1", "kind": "conv", "tensor": 0, "m": 401408, "n": 64,
+//                          "k": 147, "count": 1, "elements": 4816896, "outputs": 0, "bias": false,
+//                          "causal": false, "input_grad": false, "channels_last": false}, ...],
+//              "measured_forward": 0.0064, "measured_backward": 0.0129, "measured_on": "H100"}
+//
+// precision, layers and the measured profile feed the compute model (cost/compute.hpp; model.hpp
+// documents the layer kinds and fields). A profile is every tensor's ready_time (seconds after
+// backward starts) with measured_forward / measured_backward, as written by
+// examples/export_pytorch_model.py --profile.
 //
 // Writing omits tensor fields that hold their default; from_json(to_json(m)) == m.
 // Part of io/json.hpp (io/json/text.hpp: how errors are located).
@@ -25,6 +35,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,7 +53,7 @@ namespace detail::jio {
 
 [[nodiscard]] inline tensor read_tensor(const json& j, const std::string& f) {
   expect_object(j, f, "a tensor");
-  check_keys(j, f, {"name", "shape", "dtype", "sparse", "sparse_density", "backward_flops", "ready_order"});
+  check_keys(j, f, {"name", "shape", "dtype", "sparse", "sparse_density", "backward_flops", "ready_order", "ready_time"});
   tensor t;
   t.name = read_string(require(j, f, "name"), member(f, "name"));
   const auto fs = member(f, "shape");
@@ -61,12 +72,40 @@ namespace detail::jio {
   if (const json* v = find(j, "sparse_density")) t.sparse_density = read_double(*v, member(f, "sparse_density"));
   if (const json* v = find(j, "backward_flops")) t.backward_flops = read_double(*v, member(f, "backward_flops"));
   if (const json* v = find(j, "ready_order")) t.ready_order = read_int32(*v, member(f, "ready_order"));
+  if (const json* v = find(j, "ready_time")) t.ready_time = read_double(*v, member(f, "ready_time"));
   return t;
+}
+
+// A layer of the compute model (model.hpp `layer`).
+[[nodiscard]] inline layer read_layer(const json& j, const std::string& f) {
+  expect_object(j, f, "a layer");
+  check_keys(j, f, {"name", "kind", "tensor", "m", "n", "k", "count", "elements", "outputs", "bias", "causal", "input_grad",
+                    "channels_last"});
+  layer l;
+  if (const json* v = find(j, "name")) l.name = read_string(*v, member(f, "name"));
+  const auto kind = read_string(require(j, f, "kind"), member(f, "kind"));
+  const auto k = parse_layer_kind(kind);
+  if (!k) {
+    std::string valid;
+    for (auto x : all_layer_kinds) valid += (valid.empty() ? "" : ", ") + std::string(name_of(x));
+    throw error(member(f, "kind"), "unknown layer kind '" + kind + "' (valid: " + valid + ")");
+  }
+  l.kind = *k;
+  constexpr std::int64_t big = std::int64_t{1} << 52;
+  if (const json* v = find(j, "tensor")) l.tensor = static_cast<std::int32_t>(read_int(*v, member(f, "tensor"), -1, std::numeric_limits<std::int32_t>::max()));
+  for (auto [key, dst] : {std::pair<const char*, std::int64_t*>{"m", &l.m}, {"n", &l.n}, {"k", &l.k}, {"count", &l.count},
+                          {"elements", &l.elements}, {"outputs", &l.outputs}})
+    if (const json* v = find(j, key)) *dst = read_int(*v, member(f, key), 0, big);
+  for (auto [key, dst] : {std::pair<const char*, bool*>{"bias", &l.bias}, {"causal", &l.causal}, {"input_grad", &l.input_grad},
+                          {"channels_last", &l.channels_last}})
+    if (const json* v = find(j, key)) *dst = read_bool(*v, member(f, key));
+  return l;
 }
 
 [[nodiscard]] inline model_spec read_model(const json& j) {
   expect_object(j, "", "a model");
-  check_keys(j, "", {"name", "batch_per_device", "forward_flops", "source", "tensors"});
+  check_keys(j, "", {"name", "batch_per_device", "forward_flops", "source", "tensors", "precision", "layers", "measured_forward",
+                     "measured_backward", "measured_on"});
   model_spec m;
   if (const json* v = find(j, "name")) m.name = read_string(*v, "name");
   if (const json* v = find(j, "source")) m.source = read_string(*v, "source");
@@ -77,6 +116,20 @@ namespace detail::jio {
   expect_array(ts, "tensors");
   m.tensors.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i) m.tensors.push_back(read_tensor(ts[i], element("tensors", i)));
+  if (const json* v = find(j, "precision")) {
+    const auto s = read_string(*v, "precision");
+    const auto p = parse_precision(s);
+    if (!p) throw error("precision", "unknown precision '" + s + "' (valid: pytorch-fp32, fp32, tf32, bf16, fp16)");
+    m.training_precision = *p;
+  }
+  if (const json* v = find(j, "layers")) {
+    expect_array(*v, "layers");
+    m.layers.reserve(v->size());
+    for (std::size_t i = 0; i < v->size(); ++i) m.layers.push_back(read_layer((*v)[i], element("layers", i)));
+  }
+  if (const json* v = find(j, "measured_forward")) m.measured_forward = read_double(*v, "measured_forward");
+  if (const json* v = find(j, "measured_backward")) m.measured_backward = read_double(*v, "measured_backward");
+  if (const json* v = find(j, "measured_on")) m.measured_on = read_string(*v, "measured_on");
   m.validate();
   return m;
 }
@@ -98,9 +151,32 @@ namespace detail::jio {
     if (t.sparse_density != def.sparse_density) o["sparse_density"] = t.sparse_density;
     if (t.backward_flops != def.backward_flops) o["backward_flops"] = t.backward_flops;
     if (t.ready_order != def.ready_order) o["ready_order"] = t.ready_order;
+    if (t.ready_time != def.ready_time) o["ready_time"] = t.ready_time;
     ts.push_back(std::move(o));
   }
   j["tensors"] = std::move(ts);
+  if (m.training_precision != precision::pytorch_fp32) j["precision"] = std::string(name_of(m.training_precision));
+  if (!m.layers.empty()) {
+    ojson ls = ojson::array();
+    const layer ld{};
+    for (const auto& l : m.layers) {
+      ojson o;
+      o["name"] = l.name;
+      o["kind"] = std::string(name_of(l.kind));
+      o["tensor"] = l.tensor;
+      for (auto [key, v, d] : {std::tuple<const char*, std::int64_t, std::int64_t>{"m", l.m, ld.m}, {"n", l.n, ld.n}, {"k", l.k, ld.k},
+                               {"count", l.count, ld.count}, {"elements", l.elements, ld.elements}, {"outputs", l.outputs, ld.outputs}})
+        if (v != d) o[key] = v;
+      for (auto [key, v, d] : {std::tuple<const char*, bool, bool>{"bias", l.bias, ld.bias}, {"causal", l.causal, ld.causal},
+                               {"input_grad", l.input_grad, ld.input_grad}, {"channels_last", l.channels_last, ld.channels_last}})
+        if (v != d) o[key] = v;
+      ls.push_back(std::move(o));
+    }
+    j["layers"] = std::move(ls);
+  }
+  if (m.measured_forward != 0.0) j["measured_forward"] = m.measured_forward;
+  if (m.measured_backward != 0.0) j["measured_backward"] = m.measured_backward;
+  if (!m.measured_on.empty()) j["measured_on"] = m.measured_on;
   return j;
 }
 

@@ -1,0 +1,391 @@
+// autosync/cost/compute.hpp — how long a device computes a model's forward and backward.
+//
+// `compute(model, device, precision)` turns the model's description into seconds: the forward
+// pass, and for every tensor the backward time of the layers attributed to it (model.hpp,
+// `layer::tensor`), so the timeline knows when each gradient is ready. Three sources, the best
+// one present wins:
+//
+//   1. a measured profile (model.has_profile()): the measured forward, every tensor's measured
+//      ready time, the measured backward — taken as they are;
+//   2. layers on a described device (device_compute::described()): a roofline per kernel;
+//   3. FLOPs alone: forward_flops and backward_flops over the device's matrix rate at the
+//      model's precision (peak x matmul_efficiency), or over node_spec::device_flops when the
+//      device is not described — the model before layers existed.
+//
+// The roofline (2). Every layer runs as the kernels PyTorch's eager CUDA path launches for it;
+// a kernel takes
+//
+//      t = kernel_floor + max( flops / matrix rate,  bytes / (memory_bandwidth x memory_efficiency) )
+//
+// The floor adds, it does not overlap: it is the device-side cost of one kernel (launch, ramp-up,
+// tail), which a stream of eager kernels pays one after another (an alpha-beta model per kernel).
+//
+// Matrix work (linear, conv, matmul) is a GEMM of m x n x k (conv: the implicit GEMM, m = batch x
+// Hout x Wout, n = Cout, k = Cin/groups x kh x kw). Its rate is the precision's peak x
+// matmul_efficiency, less two structural losses of tiled GEMMs (NVIDIA, "Matrix Multiplication
+// Background User's Guide", sections 2.3 and 3: cuBLAS computes the output in 128 x 128 tiles,
+// one tile per SM at a time):
+//
+//   tile quantization   the last row/column of tiles is partly empty: ceil(m/128) ceil(n/128)
+//                       tiles are paid for m n of output (an axis shorter than 128 gets the
+//                       narrowest of 64, 32, 16 that covers it: cuBLAS has narrow-tile kernels);
+//   wave quantization   tiles run in waves of `multiprocessors`: ceil(tiles / SMs) waves are paid;
+//   split-K             an output of fewer tiles than SMs (a weight gradient: out x in with k =
+//                       the batch's rows) is split along k into at most SMs / tiles slices (each
+//                       at least 128 deep) that run side by side, plus a reduction kernel that
+//                       reads and writes the fp32 partial sums (cuBLAS/cuDNN split-K kernels).
+//
+//   time = waves x 2 x tile_m x tile_n x ceil(k / slices) / (peak / SMs x matmul_efficiency)
+//
+// Which unit runs the product (model.hpp, `precision`):
+//
+//   precision      conv   linear, matmul   activation bytes   note
+//   pytorch-fp32   tf32   fp32             4                  PyTorch's default
+//   fp32           fp32   fp32             4
+//   tf32           tf32   tf32             4
+//   bf16 / fp16    16-bit tensor cores     2 (norm, softmax,  autocast: fp32 list ops run in fp32;
+//                                            loss: 4)          weights cast every step
+//
+// A missing unit (peak 0) falls back as device_compute says (TF32 -> fp32, bf16 -> fp32).
+//
+// Memory-bound kernels per layer kind, E elements of b bytes (forward | backward):
+//
+//   kind         forward kernels: bytes              backward kernels: bytes
+//   activation   1: r E, w E                         1: r 2E (dy, x or y), w E
+//   add          1: r 2E, w E                        1: r 2E, w E (the gradients meeting at the fork)
+//   scale, copy  1: r E, w E                         1: r E, w E
+//   dropout      1: r E, w E + E mask bytes          1: r E + E mask bytes, w E
+//   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel)
+//   softmax      1: r E, w E                         1: r 2E (y, dy), w E
+//   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
+//                   w E
+//   layer_norm   1: r E, w E                         2: dx r 2E, w E; dgamma/dbeta r 2E
+//   max_pool     1: r In, w Out + 8 Out (indices)    1: r Out + 8 Out, w In
+//   avg_pool     1: r In, w Out                      1: r Out, w In
+//   embedding    1: r E (4-byte table), w E          dense: 1 zero the table gradient (rows x width
+//                                                    x 4), 6 sort/segment/sum kernels r 2E + 8 lookups;
+//                                                    sparse (COO): 1 copy of dY rows and indices
+//   loss         2: log-softmax r E, w E; NLL        3: zero the gradient w E; NLL scatter
+//                   (one value per row: the floor)      (the floor); log-softmax backward r 2E, w E
+//   linear       1 GEMM (bias in the epilogue)       dX GEMM (input_grad), dW GEMM, bias: r rows x out
+//   conv         1 implicit GEMM                     dgrad (input_grad) + wgrad, bias: r M x Cout
+//                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
+//                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
+//                dy, x for wgrad, dW back, dx back), each r E w E (NVIDIA, "Convolutional Layers
+//                User's Guide", Tensor Layouts In Memory: NCHW vs NHWC)
+//   matmul       1 batched GEMM                      2 batched GEMMs (dA, dB)
+//   attention    fused (SDPA): 2 products per 128-query block, the keys streamed; backward 5
+//                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
+//                causal: half the products
+//
+// Under autocast every linear/conv also casts its fp32 weight to 16 bits in forward (r 4, w 2 per
+// parameter) and its 16-bit weight gradient back in backward (r 2, w 4); softmax casts its input
+// up and its output down (r 2 w 4, r 4 w 2) and back in backward; the loss casts its logits up.
+//
+// Everything here is constexpr, like the rest of the cost model.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/model.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace autosync::cost {
+
+// The unit a product runs on.
+enum class math_unit : std::uint8_t { fp32, tf32, bf16, fp16 };
+
+[[nodiscard]] constexpr math_unit unit_of(precision p, layer_kind k) noexcept {
+  switch (p) {
+    case precision::pytorch_fp32: return k == layer_kind::conv ? math_unit::tf32 : math_unit::fp32;
+    case precision::fp32: return math_unit::fp32;
+    case precision::tf32: return math_unit::tf32;
+    case precision::bf16: return math_unit::bf16;
+    case precision::fp16: return math_unit::fp16;
+  }
+  return math_unit::fp32;
+}
+
+// The dense peak FLOP/s of a unit, with device_compute's fallbacks for a missing one.
+[[nodiscard]] constexpr double peak(const device_compute& d, math_unit u) noexcept {
+  switch (u) {
+    case math_unit::fp32: return d.fp32;
+    case math_unit::tf32: return d.tf32 > 0.0 ? d.tf32 : d.fp32;
+    case math_unit::bf16: return d.bf16 > 0.0 ? d.bf16 : d.fp32;
+    case math_unit::fp16: return d.fp16 > 0.0 ? d.fp16 : d.fp32;
+  }
+  return d.fp32;
+}
+
+// Bytes of one activation element of a layer kind at a precision (autocast's fp32 list: 4).
+[[nodiscard]] constexpr double activation_bytes(precision p, layer_kind k) noexcept {
+  if (!autocast(p)) return 4.0;
+  return (k == layer_kind::layer_norm || k == layer_kind::softmax || k == layer_kind::loss) ? 4.0 : 2.0;
+}
+
+inline constexpr std::int64_t gemm_tile = 128;  // cuBLAS's typical output tile (see the top)
+
+// Time of kernels of a device: the roofline and the floor.
+struct roofline {
+  const device_compute* device = nullptr;
+
+  [[nodiscard]] constexpr double memory_rate() const noexcept { return device->memory_bandwidth * device->memory_efficiency; }
+  // One memory-bound kernel moving `bytes`.
+  [[nodiscard]] constexpr double memory(double bytes) const noexcept {
+    return device->kernel_floor + bytes / memory_rate();
+  }
+  // `count` products of m x n x k on `unit`: operands of `in_bytes`, output of `out_bytes` per
+  // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
+  // `moved` > 0 replaces the bytes of the operands and the output (an implicit-GEMM convolution
+  // reads its input once, not the m x k im2col matrix).
+  [[nodiscard]] constexpr double gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t count, math_unit unit,
+                                      double in_bytes, double out_bytes, double moved = 0.0) const noexcept {
+    const double rate = peak(*device, unit) * device->matmul_efficiency;
+    const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
+                 dc = static_cast<double>(count);
+    const double bytes = moved > 0.0 ? moved : dc * ((dm * dk + dk * dn) * in_bytes + dm * dn * out_bytes);
+    const std::int64_t sms = device->multiprocessors;
+    if (sms <= 0) return device->kernel_floor + std::max(2.0 * dm * dn * dk * dc / rate, bytes / memory_rate());
+    const std::int64_t tm = tile_for(m), tn = tile_for(n);
+    const std::int64_t tiles = ceil_div(m, tm) * ceil_div(n, tn) * count;
+    std::int64_t slices = 1;
+    if (tiles < sms) slices = std::max<std::int64_t>(1, std::min(sms / tiles, k / gemm_tile));
+    const std::int64_t waves = ceil_div(tiles * slices, sms);
+    const double per_tile = 2.0 * double(tm) * double(tn) * static_cast<double>(ceil_div(k, slices));
+    const double math = static_cast<double>(waves) * per_tile / (rate / static_cast<double>(sms));
+    double t = device->kernel_floor + std::max(math, bytes / memory_rate());
+    if (slices > 1) t += memory(static_cast<double>(slices + 1) * dm * dn * dc * 4.0);  // fp32 partials in, result out
+    return t;
+  }
+
+  // The tile side along one output axis: 128, or the smallest of 64, 32, 16 that covers a shorter
+  // axis (cuBLAS/cuDNN heuristics choose narrow tiles for narrow outputs).
+  [[nodiscard]] static constexpr std::int64_t tile_for(std::int64_t dim) noexcept {
+    std::int64_t t = 16;
+    while (t < gemm_tile && t < dim) t *= 2;
+    return t;
+  }
+  [[nodiscard]] static constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+};
+
+// The time of one layer: forward, and backward (all of it, attributed to `layer::tensor`).
+struct layer_time {
+  double forward = 0.0, backward = 0.0;
+};
+
+[[nodiscard]] constexpr layer_time time_of(const layer& l, precision p, const device_compute& d, bool sparse_gradient = false) {
+  const roofline r{&d};
+  const double b = activation_bytes(p, l.kind);
+  const double E = static_cast<double>(l.elements);
+  const bool mixed = autocast(p);
+  layer_time t;
+  switch (l.kind) {
+    case layer_kind::linear:
+    case layer_kind::conv: {
+      const math_unit u = unit_of(p, l.kind);
+      const double in = mixed ? 2.0 : 4.0;
+      const double weights = static_cast<double>(l.n) * static_cast<double>(l.k);
+      const double out = static_cast<double>(l.m) * static_cast<double>(l.n);
+      // a convolution reads its input once (implicit GEMM): input, weights, output
+      const double x = l.kind == layer_kind::conv && l.elements > 0 ? static_cast<double>(l.elements)
+                                                                    : static_cast<double>(l.m) * static_cast<double>(l.k);
+      const bool conv = l.kind == layer_kind::conv;
+      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0);
+      if (l.input_grad)  // dX = dY W
+        t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0);
+      t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
+                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0);
+      if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
+      if (conv && !l.channels_last && u != math_unit::fp32) {
+        // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
+        // in and out (forward: x, W, y; backward: dy, dx back, x again for wgrad, dW back)
+        t.forward += r.memory(2.0 * x * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * out * in);
+        t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * x * in) + r.memory(2.0 * weights * in);
+        if (l.input_grad) t.backward += r.memory(2.0 * x * in);
+      }
+      if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
+        t.forward += r.memory(weights * 6.0);
+        t.backward += r.memory(weights * 6.0);
+      }
+      break;
+    }
+    case layer_kind::matmul: {
+      const math_unit u = unit_of(p, l.kind);
+      const double in = mixed ? 2.0 : 4.0;
+      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in);
+      if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in);  // dA = dC B^T
+      t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in);                     // dB = A^T dC
+      break;
+    }
+    case layer_kind::attention: {
+      // fused attention (FlashAttention-2 structure): one 128-query block of one head per SM at a
+      // time, streaming all keys; forward 2 products (S = Q K^T, O = P V), backward 5 (S again,
+      // dV, dP, dQ, dK: 2.5x the forward FLOPs); Q, K, V, O in | dO, Q, K, V, O in, dQ, dK, dV out
+      const math_unit u = unit_of(p, l.kind);
+      const double in = mixed ? 2.0 : 4.0;
+      const double rate = peak(d, u) * d.matmul_efficiency;
+      const double half = l.causal ? 0.5 : 1.0;
+      const std::int64_t blocks = roofline::ceil_div(l.m, gemm_tile) * l.count;
+      const double waves = d.multiprocessors > 0
+                               ? static_cast<double>(roofline::ceil_div(blocks, d.multiprocessors)) * static_cast<double>(d.multiprocessors)
+                               : static_cast<double>(blocks);
+      const double fwd_flops = waves * 4.0 * double(gemm_tile) * static_cast<double>(l.n) * static_cast<double>(l.k) * half;
+      const double qkvo = 4.0 * static_cast<double>(l.m) * static_cast<double>(l.k) * static_cast<double>(l.count) * in;
+      t.forward = d.kernel_floor + std::max(fwd_flops / rate, qkvo / r.memory_rate());
+      t.backward = d.kernel_floor + std::max(2.5 * fwd_flops / rate, 2.0 * qkvo / r.memory_rate());
+      break;
+    }
+    case layer_kind::activation:
+    case layer_kind::add:
+    case layer_kind::scale:
+    case layer_kind::copy:
+    case layer_kind::dropout: {
+      // bytes of one kernel: (reads, writes) in elements, forward | backward
+      double fr = 1.0, fw = 1.0, br = 1.0, bw = 1.0, mask = 0.0;
+      if (l.kind == layer_kind::activation) br = 2.0;                 // dy and the saved x (or y)
+      if (l.kind == layer_kind::add) fr = br = 2.0;                   // two inputs; two gradients meet
+      if (l.kind == layer_kind::dropout) mask = 1.0;                  // the 1-byte mask, written, then read
+      const double kernels = static_cast<double>(l.count);
+      t.forward = kernels * r.memory((fr + fw) * E * b + mask * E);
+      if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * b + mask * E);
+      break;
+    }
+    case layer_kind::softmax:
+      t.forward = r.memory(2.0 * E * b);
+      t.backward = r.memory(3.0 * E * b);
+      if (mixed) {  // autocast: 16-bit scores cast up, probabilities cast down; and back in backward
+        t.forward += r.memory(6.0 * E) + r.memory(6.0 * E);
+        t.backward += r.memory(6.0 * E) + r.memory(6.0 * E);
+      }
+      break;
+    case layer_kind::batch_norm:
+      t.forward = r.memory(E * b) + r.memory(2.0 * E * b);
+      t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
+      break;
+    case layer_kind::layer_norm:
+      t.forward = r.memory(2.0 * E * b);
+      t.backward = r.memory(3.0 * E * b) + r.memory(2.0 * E * b);
+      break;
+    case layer_kind::max_pool: {
+      const double out = static_cast<double>(l.outputs);
+      t.forward = r.memory(E * b + out * (b + 8.0));
+      t.backward = r.memory(out * (b + 8.0) + E * b);
+      break;
+    }
+    case layer_kind::avg_pool: {
+      const double out = static_cast<double>(l.outputs);
+      t.forward = r.memory(E * b + out * b);
+      t.backward = r.memory(out * b + E * b);
+      break;
+    }
+    case layer_kind::embedding: {
+      // the table and its gradient stay fp32 (autocast does not cast embeddings)
+      const double lookups = l.n > 0 ? E / static_cast<double>(l.n) : E;
+      t.forward = r.memory(2.0 * E * 4.0 + 8.0 * lookups);
+      if (sparse_gradient) {  // a sparse COO gradient: the indices and the rows of dY, copied once
+        t.backward = r.memory(2.0 * E * 4.0 + 2.0 * 8.0 * lookups);
+        break;
+      }
+      const double sort_and_sum = (2.0 * E * 4.0 + 8.0 * 4.0 * lookups) / 6.0;  // spread over 6 kernels
+      for (int i = 0; i < 6; ++i) t.backward += r.memory(sort_and_sum);
+      t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * 4.0);
+      break;
+    }
+    case layer_kind::loss:
+      t.forward = r.memory(2.0 * E * b) + r.memory(0.0);  // log-softmax; NLL reads one value per row
+      t.backward = r.memory(E * b) + r.memory(0.0) + r.memory(3.0 * E * b);  // zeros, scatter, log-softmax
+      if (mixed) {  // 16-bit logits cast up; the gradient cast back down
+        t.forward += r.memory(6.0 * E);
+        t.backward += r.memory(6.0 * E);
+      }
+      break;
+  }
+  return t;
+}
+
+// Compute of one model on one device: forward, and the backward time attributed to each tensor
+// (`backward[t]`: the layers whose backward makes tensor t ready), `tail`: backward work that
+// comes after the last tensor is ready (layers attributed to no tensor), and for a measured
+// profile each tensor's measured ready time.
+struct compute_times {
+  double forward = 0.0;
+  std::vector<double> backward;     // per tensor, forward order
+  double tail = 0.0;
+  std::vector<double> ready;        // measured profile only: seconds after backward starts, per tensor
+  enum class source : std::uint8_t { profile, layers, flops } from = source::flops;
+
+  [[nodiscard]] constexpr double backward_total() const noexcept {
+    double s = tail;
+    for (double v : backward) s += v;
+    return s;
+  }
+};
+
+// The rate FLOPs-only compute runs at: the device's matrix rate at the model's precision (the
+// unit of its linear layers), or `device_flops` when the device is not described.
+[[nodiscard]] constexpr double flops_rate(const device_compute& d, double device_flops, precision p) noexcept {
+  if (!d.described()) return device_flops > 0.0 ? device_flops : 1.0;
+  return peak(d, unit_of(p, layer_kind::linear)) * d.matmul_efficiency;
+}
+
+[[nodiscard]] constexpr compute_times compute(const model_spec& m, const device_compute& d, double device_flops) {
+  compute_times c;
+  const std::size_t T = m.tensors.size();
+  c.backward.assign(T, 0.0);
+  if (m.has_profile()) {
+    c.from = compute_times::source::profile;
+    c.forward = m.measured_forward;
+    c.ready.resize(T);
+    // per-tensor shares from the ready times in ready order (the timeline reads `ready`)
+    double last = 0.0;
+    for (auto i : m.backward_order()) {
+      const double at = std::max(last, m.tensors[i].ready_time);
+      c.ready[i] = at;
+      c.backward[i] = at - last;
+      last = at;
+    }
+    c.tail = std::max(0.0, m.measured_backward - last);
+    return c;
+  }
+  if (!m.layers.empty() && d.described()) {
+    c.from = compute_times::source::layers;
+    for (const auto& l : m.layers) {
+      const bool sparse = l.tensor >= 0 && m.tensors[static_cast<std::size_t>(l.tensor)].sparse;
+      const auto lt = time_of(l, m.training_precision, d, sparse);
+      c.forward += lt.forward;
+      if (l.tensor >= 0)
+        c.backward[static_cast<std::size_t>(l.tensor)] += lt.backward;
+      else
+        c.tail += lt.backward;
+    }
+    return c;
+  }
+  c.from = compute_times::source::flops;
+  const double rate = flops_rate(d, device_flops, m.training_precision);
+  c.forward = m.forward_flops / rate;
+  for (std::size_t i = 0; i < T; ++i) c.backward[i] = m.tensors[i].backward_flops / rate;
+  return c;
+}
+
+// On a cluster: data parallelism waits for the slowest device, so the worker node whose device
+// takes longest for forward + backward sets the compute (one evaluation per distinct device).
+[[nodiscard]] constexpr compute_times compute(const model_spec& m, const cluster_spec& c) {
+  compute_times best;
+  bool any = false;
+  const node_spec* seen = nullptr;
+  for (const auto& n : c.nodes) {
+    if (n.server_only) continue;
+    if (seen && n.compute == seen->compute && n.device_flops == seen->device_flops) continue;
+    seen = &n;
+    auto t = compute(m, n.compute, n.device_flops);
+    if (!any || t.forward + t.backward_total() > best.forward + best.backward_total()) best = std::move(t);
+    any = true;
+    if (best.from == compute_times::source::profile) break;  // the profile does not depend on the device
+  }
+  if (!any) best.backward.assign(m.tensors.size(), 0.0);
+  return best;
+}
+
+}  // namespace autosync::cost

@@ -1,0 +1,159 @@
+// autosync/zoo/models/transformers.hpp — BERT and GPT-2 (HuggingFace), tensors and layers.
+//
+// Layers follow the HuggingFace modules in training mode (dropout on). Attention is the reference
+// implementation (attn_implementation="eager"): the scores are a (batch x heads) x seq x seq
+// tensor that is scaled, masked, soft-maxed and dropped out in memory. With `sdpa` true it is
+// torch.nn.functional.scaled_dot_product_attention instead (attn_implementation="sdpa": one fused
+// FlashAttention or memory-efficient kernel; the scores never reach memory). Measured on an H100
+// (README, "Compute"), GPT-2's forward time is that of eager attention — the fused kernel would
+// leave most of it unexplained — so eager is the zoo's default. Per layer, T tokens, hidden H,
+// A = H / 64 heads, E = batch x A x seq^2 score elements, eager:
+//
+//   BERT  query, key, value (T x H -> H) | q, k^T contiguous (copy 2 T H) | QK^T (A batch, seq x seq
+//         x 64) | / sqrt(64) (E) | + mask (E, gradient passes through) | softmax (E) | dropout (E) |
+//         v contiguous (T H) | AV | merge heads (copy T H) | attention.output.dense | dropout |
+//         + residual | LayerNorm | intermediate.dense (H -> 4H) | GELU (erf, one kernel, 4 T H) |
+//         output.dense | dropout | + residual | LayerNorm
+//   GPT-2 ln_1 | c_attn (H -> 3H) | q, k^T contiguous | QK^T | / sqrt(64) | causal where (E) |
+//         softmax | dropout | v contiguous | AV | merge heads | c_proj | dropout | + residual |
+//         ln_2 | c_fc (H -> 4H) | gelu_new (4 T H: the tanh formula written in Python, 8
+//         elementwise kernels) | mlp.c_proj | dropout | + residual
+//
+// SDPA replaces everything from "q, k^T contiguous" to "AV" by one fused attention layer (the
+// head split is a view; merge heads is still a copy).
+#pragma once
+
+#include <autosync/zoo/models/builder.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace autosync::zoo {
+
+namespace detail {
+
+// The attention core of one layer, from Q, K, V (rows x H each, already projected) to the merged
+// context (rows x H). `causal`: GPT-2's torch.where mask (a backward kernel) instead of BERT's
+// additive mask (its gradient passes through).
+inline void attention_core(builder& b, const std::string& p, std::int64_t batch, std::int64_t seq, std::int64_t h, bool causal,
+                           bool eager) {
+  const std::int64_t heads = h / 64, tokens = batch * seq, scores = batch * heads * seq * seq;
+  if (!eager) {
+    b.attention(p + "sdpa", seq, 64, batch * heads, causal);
+    b.op(layer_kind::copy, p + "merge_heads", tokens * h);
+    return;
+  }
+  b.op(layer_kind::copy, p + "qk_contiguous", tokens * h, 2);
+  b.matmul(p + "scores", seq, seq, 64, batch * heads);
+  b.op(layer_kind::scale, p + "scale", scores);
+  b.op(layer_kind::scale, p + (causal ? "causal_mask" : "mask"), scores, 1, causal);
+  b.op(layer_kind::softmax, p + "softmax", scores);
+  b.op(layer_kind::dropout, p + "attn_dropout", scores);
+  b.op(layer_kind::copy, p + "v_contiguous", tokens * h);
+  b.matmul(p + "context", seq, 64, seq, batch * heads);
+  b.op(layer_kind::copy, p + "merge_heads", tokens * h);
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// BERT encoder with pooler (HuggingFace BertModel naming; no pretraining heads, so no loss: the
+// user's head and loss come after the pooler).
+//
+//   embeddings: word (30522,H) + position (512,H) + token_type (2,H) -> LayerNorm -> dropout
+//   encoder.layer.i: attention.self.{query,key,value} H->H | QK^T, softmax, AV |
+//                    attention.output.dense H->H, attention.output.LayerNorm |
+//                    intermediate.dense H->4H | output.dense 4H->H, output.LayerNorm
+//   pooler.dense H->H on the [CLS] token (one row per sequence), tanh
+inline model_spec bert(std::string_view name, int layers, std::int64_t hidden, std::int64_t batch = 8,
+                       std::int64_t seq = 512, bool sdpa = false) {
+  detail::check_batch(batch);
+  if (seq < 1 || seq > 512) throw error("seq_len", "must be in [1, 512] (BERT has 512 positions), got " + std::to_string(seq));
+  detail::builder b(name, batch, std::string("HuggingFace transformers BertModel (with pooler; ") + (sdpa ? "SDPA" : "eager") + " attention, training mode), "
+                    "named_parameters() order; FLOPs at batch x sequence " + std::to_string(batch) + "x" + std::to_string(seq),
+                    5 + 16 * std::size_t(layers) + 2);
+  constexpr std::int64_t vocab = 30522, positions = 512, types = 2;
+  const std::int64_t tokens = batch * seq;
+  const std::int64_t h = hidden;
+  b.embedding("embeddings.word_embeddings.weight", vocab, h, tokens);
+  b.embedding("embeddings.position_embeddings.weight", positions, h, tokens);
+  b.embedding("embeddings.token_type_embeddings.weight", types, h, tokens);
+  b.op(layer_kind::add, "embeddings.sum", tokens * h, 2);
+  b.norm("embeddings.LayerNorm", h, tokens * h, false);
+  b.op(layer_kind::dropout, "embeddings.dropout", tokens * h);
+  for (std::size_t i = 0; i < std::size_t(layers); ++i) {
+    const std::string p = detail::indexed("encoder.layer.", i, ".");
+    b.linear(p + "attention.self.query", h, h, tokens);
+    b.linear(p + "attention.self.key", h, h, tokens);
+    b.linear(p + "attention.self.value", h, h, tokens);
+    detail::attention_core(b, p + "attention.self.", batch, seq, h, false, !sdpa);
+    b.linear(p + "attention.output.dense", h, h, tokens);
+    b.op(layer_kind::dropout, p + "attention.output.dropout", tokens * h);
+    b.op(layer_kind::add, p + "attention.output.residual", tokens * h);
+    b.norm(p + "attention.output.LayerNorm", h, tokens * h, false);
+    b.linear(p + "intermediate.dense", h, 4 * h, tokens);
+    b.op(layer_kind::activation, p + "intermediate.gelu", tokens * 4 * h);
+    b.linear(p + "output.dense", 4 * h, h, tokens);
+    b.op(layer_kind::dropout, p + "output.dropout", tokens * h);
+    b.op(layer_kind::add, p + "output.residual", tokens * h);
+    b.norm(p + "output.LayerNorm", h, tokens * h, false);
+  }
+  b.linear("pooler.dense", h, h, batch);
+  b.op(layer_kind::activation, "pooler.tanh", batch * h);
+  return std::move(b).finish();
+}
+
+inline model_spec bert_base(std::int64_t batch = 8, std::int64_t seq = 512) { return bert("bert-base", 12, 768, batch, seq); }
+inline model_spec bert_large(std::int64_t batch = 8, std::int64_t seq = 512) { return bert("bert-large", 24, 1024, batch, seq); }
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2 (HuggingFace GPT2LMHeadModel naming without the "transformer." prefix; the LM head is
+// tied to wte, so it adds no tensor but its logits product 2*H*V*tokens is counted, its backward
+// attributed to ln_f.bias; the loss is cross entropy over the logits).
+//
+//   wte (50257,H) + wpe (1024,H) -> dropout
+//   h.i: ln_1 | attn.c_attn H->3H | QK^T, softmax, AV | attn.c_proj H->H | ln_2 |
+//        mlp.c_fc H->4H | mlp.c_proj 4H->H            (Conv1D weights stored (in, out))
+//   ln_f | tied LM head H->V | cross entropy
+inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hidden, std::int64_t batch = 4,
+                             std::int64_t seq = 1024, bool sdpa = false) {
+  detail::check_batch(batch);
+  if (seq < 1 || seq > 1024) throw error("seq_len", "must be in [1, 1024] (GPT-2 has 1024 positions), got " + std::to_string(seq));
+  detail::builder b(name, batch, std::string("HuggingFace transformers GPT2LMHeadModel (LM head tied to wte; ") + (sdpa ? "SDPA" : "eager") +
+                    " attention, training mode), named_parameters() order; FLOPs at batch x sequence " + std::to_string(batch) + "x" +
+                    std::to_string(seq), 2 + 12 * std::size_t(layers) + 2);
+  constexpr std::int64_t vocab = 50257, positions = 1024;
+  const std::int64_t tokens = batch * seq;
+  const std::int64_t h = hidden;
+  b.embedding("wte.weight", vocab, h, tokens);
+  b.embedding("wpe.weight", positions, h, tokens);
+  b.op(layer_kind::add, "embeddings.sum", tokens * h);
+  b.op(layer_kind::dropout, "drop", tokens * h);
+  for (std::size_t i = 0; i < std::size_t(layers); ++i) {
+    const std::string p = detail::indexed("h.", i, ".");
+    b.norm(p + "ln_1", h, tokens * h, false);
+    b.linear(p + "attn.c_attn", h, 3 * h, tokens, true);
+    detail::attention_core(b, p + "attn.", batch, seq, h, true, !sdpa);
+    b.linear(p + "attn.c_proj", h, h, tokens, true);
+    b.op(layer_kind::dropout, p + "attn.resid_dropout", tokens * h);
+    b.op(layer_kind::add, p + "attn.residual", tokens * h);
+    b.norm(p + "ln_2", h, tokens * h, false);
+    b.linear(p + "mlp.c_fc", h, 4 * h, tokens, true);
+    b.op(layer_kind::activation, p + "mlp.act", tokens * 4 * h, 8);
+    b.linear(p + "mlp.c_proj", 4 * h, h, tokens, true);
+    b.op(layer_kind::dropout, p + "mlp.dropout", tokens * h);
+    b.op(layer_kind::add, p + "mlp.residual", tokens * h);
+  }
+  b.norm("ln_f", h, tokens * h, false);
+  b.tied_linear("lm_head", h, vocab, tokens);
+  b.op(layer_kind::loss, "loss", tokens * vocab);
+  return std::move(b).finish();
+}
+
+inline model_spec gpt2(std::int64_t batch = 4, std::int64_t seq = 1024) { return gpt2_model("gpt2", 12, 768, batch, seq); }
+inline model_spec gpt2_medium(std::int64_t batch = 4, std::int64_t seq = 1024) { return gpt2_model("gpt2-medium", 24, 1024, batch, seq); }
+inline model_spec gpt2_large(std::int64_t batch = 4, std::int64_t seq = 1024) { return gpt2_model("gpt2-large", 36, 1280, batch, seq); }
+inline model_spec gpt2_xl(std::int64_t batch = 4, std::int64_t seq = 1024) { return gpt2_model("gpt2-xl", 48, 1600, batch, seq); }
+
+}  // namespace autosync::zoo

@@ -1,0 +1,46 @@
+// The compute model (cost/compute.hpp) against measured GPUs: predicted vs measured forward and
+// backward per row of tests/common/compute_measurements.hpp, before (FLOPs over the cluster
+// preset's device_flops, the model without layers) and after (the roofline of the zoo's layers).
+// Deterministic: no timing is taken here, the measured figures are recorded ones.
+//
+//   cmake --build build --target bench_compute_table && build/tests/bench/bench_compute_table
+#include "../common/compute_measurements.hpp"
+
+#include <autosync/cost/compute.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace autosync;
+
+int main() {
+  std::printf("%-11s %5s %-15s %-13s %-4s | %21s | %21s | %21s\n", "model", "batch", "device", "precision", "nhwc",
+              "forward ms pred/meas", "backward ms pred/meas", "before fwd/bwd ms");
+  std::vector<double> anchor_bwd, held;
+  for (const auto& r : test::compute_measurements()) {
+    const auto m = test::model_of(r);
+    const auto c = cost::compute(m, r.compute, r.preset_flops);
+    const auto before = cost::compute(m, device_compute{}, r.preset_flops);
+    const double f = c.forward * 1e3, b = c.backward_total() * 1e3;
+    std::printf("%-11s %5lld %-15s %-13s %-4s | ", r.model, static_cast<long long>(m.batch_per_device), r.device,
+                std::string(name_of(r.prec)).c_str(), r.channels_last ? "yes" : "no");
+    if (r.backward_ms > 0) {
+      std::printf("%6.2f / %6.2f (%4.2f) | %6.2f / %6.2f (%4.2f) | %6.2f / %6.2f\n", f, r.forward_ms, f / r.forward_ms, b,
+                  r.backward_ms, b / r.backward_ms, before.forward * 1e3, before.backward_total() * 1e3);
+      anchor_bwd.push_back(std::abs(b / r.backward_ms - 1.0));
+    } else {
+      std::printf("iteration %7.2f / %7.2f ms (%4.2f)%s | %7.4f / %7.4f   [%s]\n", f + b, r.iteration_ms, (f + b) / r.iteration_ms,
+                  r.held_out ? " held-out" : "", before.forward * 1e3, before.backward_total() * 1e3, r.source);
+      if (r.held_out) held.push_back(std::abs((f + b) / r.iteration_ms - 1.0));
+    }
+  }
+  auto worst = [](const std::vector<double>& v) {
+    double w = 0.0;
+    for (double x : v) w = std::max(w, x);
+    return w;
+  };
+  std::printf("\nanchor rows: worst backward error %.0f %% (target 25 %%); held-out iterations: worst %.0f %%\n",
+              100.0 * worst(anchor_bwd), 100.0 * worst(held));
+}

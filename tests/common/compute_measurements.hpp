@@ -1,0 +1,81 @@
+// Measured compute times of real GPUs that the compute model (cost/compute.hpp) is held against:
+// tests/unit/cost_compute_measured.cpp checks the documented bounds, tests/bench/compute_table.cpp
+// prints the table (predicted vs measured, before and after the compute model).
+//
+// anchor rows: one H100 SXM5 80GB, PyTorch 2.11, the zoo's models at their default per-device
+//   batches, random weights, forward and backward timed apart with CUDA events (GPU-bound).
+//   "fp32" is PyTorch's default (TF32 cuDNN convolutions, fp32 matmuls), "bf16" torch.autocast.
+//   The structure of the model (which kernels each layer runs, the additive per-kernel floor,
+//   eager attention, NCHW layout transposes) was chosen while looking at these rows; the
+//   constants are datasheet figures and the sourced fractions in zoo/clusters.hpp, none fitted.
+// held-out rows: public figures not used for any choice — whole training iterations (forward +
+//   backward + optimizer step, so the compute model should come out slightly below them):
+//   - torchvision ResNet-50 on one V100-SXM2, batch 128, per-iteration time, NCHW and NHWC,
+//     FP32 and AMP (GitHub sandeepkumar-skb/pytorch_experiments, torchvision_exp/README.md);
+//   - NVIDIA DeepLearningExamples, PyTorch ResNet50 v1.5 README, training throughput on one GPU
+//     (pytorch-21.03 container): V100 16GB FP32 367 img/s, AMP 1200 img/s; A100 80GB TF32 938
+//     img/s, AMP 2470 img/s. Assumptions: batch 256 (their large-batch setting; per-image time
+//     hardly depends on it there), AMP runs channels_last (their AMP recipe), FP32/TF32 NCHW;
+//     their pipeline (DALI, optimizer) adds a little.
+#pragma once
+
+#include <autosync/cluster.hpp>
+#include <autosync/model.hpp>
+#include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
+
+#include <string>
+#include <vector>
+
+namespace autosync::test {
+
+struct compute_measurement {
+  const char* model;
+  std::int64_t batch;           // per device (0: the zoo's default)
+  const char* device;
+  device_compute compute;
+  double preset_flops;          // the cluster preset's device_flops (the FLOPs-only model)
+  precision prec;
+  bool channels_last;
+  double forward_ms, backward_ms;  // anchors: measured apart; held-out: forward < 0
+  double iteration_ms;             // held-out: a whole iteration (backward_ms < 0)
+  bool held_out;
+  const char* source;
+};
+
+inline std::vector<compute_measurement> compute_measurements() {
+  using zoo::hw::a100_sxm_80gb;
+  using zoo::hw::h100_sxm;
+  using zoo::hw::v100_sxm2;
+  const double h = zoo::hw::h100_flops, v = zoo::hw::v100_flops, a = zoo::hw::a100_flops;
+  const char* h100 = "H100 SXM5, PyTorch 2.11, CUDA events";
+  const char* v100b = "V100, torchvision_exp/README.md (pytorch_experiments)";
+  const char* dle = "DeepLearningExamples RN50 v1.5 PyTorch README";
+  return {
+      {"resnet50", 0, "H100-SXM5", h100_sxm, h, precision::pytorch_fp32, false, 6.37, 12.87, 0, false, h100},
+      {"resnet50", 0, "H100-SXM5", h100_sxm, h, precision::bf16, false, 5.99, 9.53, 0, false, h100},
+      {"bert-large", 0, "H100-SXM5", h100_sxm, h, precision::pytorch_fp32, false, 61.9, 126.9, 0, false, h100},
+      {"bert-large", 0, "H100-SXM5", h100_sxm, h, precision::bf16, false, 10.8, 35.5, 0, false, h100},
+      {"gpt2", 0, "H100-SXM5", h100_sxm, h, precision::pytorch_fp32, false, 32.9, 61.9, 0, false, h100},
+      {"gpt2", 0, "H100-SXM5", h100_sxm, h, precision::bf16, false, 13.8, 20.8, 0, false, h100},
+      {"ncf", 0, "H100-SXM5", h100_sxm, h, precision::pytorch_fp32, false, -1, -1, 0.24, false, h100},
+      {"resnet50", 128, "V100-SXM2", v100_sxm2, v, precision::fp32, false, -1, -1, 342.37, true, v100b},
+      {"resnet50", 128, "V100-SXM2", v100_sxm2, v, precision::fp32, true, -1, -1, 412.84, true, v100b},
+      {"resnet50", 128, "V100-SXM2", v100_sxm2, v, precision::fp16, false, -1, -1, 152.20, true, v100b},
+      {"resnet50", 128, "V100-SXM2", v100_sxm2, v, precision::fp16, true, -1, -1, 110.93, true, v100b},
+      {"resnet50", 256, "V100-SXM2", v100_sxm2, v, precision::fp32, false, -1, -1, 256.0 / 367 * 1e3, true, dle},
+      {"resnet50", 256, "V100-SXM2", v100_sxm2, v, precision::fp16, true, -1, -1, 256.0 / 1200 * 1e3, true, dle},
+      {"resnet50", 256, "A100-SXM4-80GB", a100_sxm_80gb, a, precision::tf32, false, -1, -1, 256.0 / 938 * 1e3, true, dle},
+      {"resnet50", 256, "A100-SXM4-80GB", a100_sxm_80gb, a, precision::fp16, true, -1, -1, 256.0 / 2470 * 1e3, true, dle},
+  };
+}
+
+// The row's model: the zoo's, at the row's batch, precision and layout.
+inline model_spec model_of(const compute_measurement& r) {
+  model_spec m = r.batch > 0 && std::string(r.model) == "resnet50" ? zoo::resnet50(r.batch) : zoo::make_model(r.model);
+  m.training_precision = r.prec;
+  for (auto& l : m.layers) l.channels_last = r.channels_last;
+  return m;
+}
+
+}  // namespace autosync::test

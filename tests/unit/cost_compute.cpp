@@ -1,0 +1,350 @@
+// The compute model (cost/compute.hpp) against hand-computed rooflines, and the zoo's layers
+// (zoo/models/*.hpp) against the zoo's tensors and FLOPs.
+#include <autosync/cost/compute.hpp>
+#include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace autosync;
+using cost::math_unit;
+
+// A round device: 100 TFLOP/s fp32, 200 tf32, 400 bf16, no fp16 unit; half of it reached by a
+// GEMM; 10 SMs (5 TFLOP/s each at that efficiency); 1 TB/s fully reached; 1 us per kernel.
+device_compute round_device() {
+  device_compute d;
+  d.fp32 = 100e12;
+  d.tf32 = 200e12;
+  d.bf16 = 400e12;
+  d.fp16 = 0.0;
+  d.matmul_efficiency = 0.5;
+  d.memory_bandwidth = 1e12;
+  d.memory_efficiency = 1.0;
+  d.multiprocessors = 10;
+  d.kernel_floor = 1e-6;
+  return d;
+}
+
+layer op(layer_kind k, std::int64_t elements, std::int64_t count = 1) {
+  layer l;
+  l.kind = k;
+  l.elements = elements;
+  l.count = count;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("compute: which unit runs a product at each precision, and the fallbacks of a missing unit") {
+  using cost::unit_of;
+  CHECK(unit_of(precision::pytorch_fp32, layer_kind::conv) == math_unit::tf32);
+  CHECK(unit_of(precision::pytorch_fp32, layer_kind::linear) == math_unit::fp32);
+  CHECK(unit_of(precision::pytorch_fp32, layer_kind::matmul) == math_unit::fp32);
+  CHECK(unit_of(precision::fp32, layer_kind::conv) == math_unit::fp32);
+  CHECK(unit_of(precision::tf32, layer_kind::linear) == math_unit::tf32);
+  CHECK(unit_of(precision::bf16, layer_kind::conv) == math_unit::bf16);
+  CHECK(unit_of(precision::fp16, layer_kind::matmul) == math_unit::fp16);
+  const auto d = round_device();
+  CHECK(cost::peak(d, math_unit::tf32) == 200e12);
+  CHECK(cost::peak(d, math_unit::fp16) == 100e12);  // no fp16 unit: the fp32 rate
+  CHECK(cost::peak(zoo::hw::v100_sxm2, math_unit::tf32) == zoo::hw::v100_sxm2.fp32);
+  CHECK(cost::peak(zoo::hw::v100_sxm2, math_unit::bf16) == zoo::hw::v100_sxm2.fp32);
+  CHECK(cost::peak(zoo::hw::v100_sxm2, math_unit::fp16) == 125e12);
+  // activation bytes: autocast keeps norms, softmax and the loss in fp32
+  CHECK(cost::activation_bytes(precision::pytorch_fp32, layer_kind::activation) == 4.0);
+  CHECK(cost::activation_bytes(precision::bf16, layer_kind::activation) == 2.0);
+  CHECK(cost::activation_bytes(precision::bf16, layer_kind::layer_norm) == 4.0);
+  CHECK(cost::activation_bytes(precision::fp16, layer_kind::softmax) == 4.0);
+  for (precision p : all_precisions) CHECK(parse_precision(name_of(p)) == p);
+  CHECK_FALSE(parse_precision("fp64").has_value());
+  for (layer_kind k : all_layer_kinds) CHECK(parse_layer_kind(name_of(k)) == k);
+}
+
+TEST_CASE("compute: the roofline of a GEMM — exact waves, tile and wave quantization, split-K, the memory bound") {
+  const auto d = round_device();
+  const cost::roofline r{&d};
+  // 1280^3 fp32: 10 x 10 tiles = 10 waves of 10 SMs, 2 x 128 x 128 x 1280 FLOPs a tile at 5 TFLOP/s
+  const double per_tile = 2.0 * 128 * 128 * 1280 / 5e12, K = 1e-6;  // K: the kernel floor, added
+  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(K + 10 * per_tile).epsilon(1e-12));
+  CHECK(10 * per_tile == doctest::Approx(2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));  // = 2mnk / rate
+  // one more row: 11 x 10 tiles, 11 waves
+  CHECK(r.gemm(1281, 1280, 1280, 1, math_unit::fp32, 4, 4) == doctest::Approx(K + 11 * per_tile).epsilon(1e-12));
+  // a 64-wide output gets 64-wide tiles: 10 x 1 tiles of 128 x 64, one wave
+  CHECK(r.gemm(1280, 64, 1280, 1, math_unit::fp32, 4, 4) ==
+        doctest::Approx(K + std::max(2.0 * 128 * 64 * 1280 / 5e12, (1280.0 * 1280 + 1280.0 * 64 + 1280.0 * 64) * 4 / 1e12)).epsilon(1e-12));
+  // bf16 runs 4x faster than fp32 here
+  CHECK(r.gemm(1280, 1280, 1280, 1, math_unit::bf16, 2, 2) == doctest::Approx(K + 10 * per_tile / 4).epsilon(1e-12));
+  // 128 x 128 x 12800: one tile, split into min(10 SMs / 1, 12800 / 128) = 10 slices of k 1280 in
+  // one wave (8.39 us of math), but the operands move 13,172,736 bytes (13.17 us at 1 TB/s); the
+  // reduction, a second kernel, reads 10 fp32 partials and writes the result: 11 x 128 x 128 x 4
+  // bytes = 0.72 us.
+  const double bytes = (128.0 * 12800 * 2) * 4 + 128.0 * 128 * 4;
+  CHECK(r.gemm(128, 128, 12800, 1, math_unit::fp32, 4, 4) ==
+        doctest::Approx(K + bytes / 1e12 + K + 11.0 * 128 * 128 * 4 / 1e12).epsilon(1e-12));
+  // a tiny product is about one kernel floor
+  CHECK(r.gemm(8, 8, 8, 1, math_unit::fp32, 4, 4) == doctest::Approx(K).epsilon(1e-3));
+  // memory-bound kernels: the floor + bytes / (bandwidth x efficiency)
+  CHECK(r.memory(3e6) == doctest::Approx(K + 3e-6));
+  CHECK(r.memory(1.0) == doctest::Approx(K + 1e-12));
+}
+
+TEST_CASE("compute: memory-bound layers move the bytes the table at the top of compute.hpp states") {
+  const auto d = round_device();
+  auto t = [&](const layer& l, precision p) { return cost::time_of(l, p, d); };
+  const std::int64_t E = 1'000'000;
+  const double K = 1e-6;  // every kernel pays the floor; 1 MB moves in 1 us
+  // ReLU: read E, write E | read dy and x, write dx — 4-byte elements at fp32, 2 under autocast
+  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::activation, E), precision::pytorch_fp32).backward == doctest::Approx(K + 12e-6));
+  CHECK(t(op(layer_kind::activation, E), precision::bf16).forward == doctest::Approx(K + 4e-6));
+  CHECK(t(op(layer_kind::activation, E, 8), precision::bf16).backward == doctest::Approx(8 * (K + 6e-6)));  // 8 kernels
+  // dropout: the 1-byte mask written in forward, read in backward
+  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).forward == doctest::Approx(K + 9e-6));
+  CHECK(t(op(layer_kind::dropout, E), precision::pytorch_fp32).backward == doctest::Approx(K + 9e-6));
+  // a residual add reads two inputs; a pass-through mask has no backward kernel
+  CHECK(t(op(layer_kind::add, E), precision::pytorch_fp32).forward == doctest::Approx(K + 12e-6));
+  layer mask = op(layer_kind::scale, E);
+  mask.input_grad = false;
+  CHECK(t(mask, precision::pytorch_fp32).backward == 0.0);
+  // batch norm: statistics (r E) + normalize (r E, w E) | reduce (r 2E) + dx (r 2E, w E)
+  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).forward == doctest::Approx(2 * K + 12e-6));
+  CHECK(t(op(layer_kind::batch_norm, E), precision::pytorch_fp32).backward == doctest::Approx(2 * K + 20e-6));
+  CHECK(t(op(layer_kind::batch_norm, E), precision::bf16).backward == doctest::Approx(2 * K + 10e-6));
+  // layer norm stays fp32 under autocast: r E w E | (r 2E w E) + (r 2E)
+  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).backward == doctest::Approx(2 * K + 20e-6));
+  // softmax: r E w E | r 2E w E; autocast adds a cast up and a cast down each way (6 bytes each)
+  CHECK(t(op(layer_kind::softmax, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
+  CHECK(t(op(layer_kind::softmax, E), precision::bf16).forward == doctest::Approx(3 * K + 8e-6 + 12e-6));
+  CHECK(t(op(layer_kind::softmax, E), precision::bf16).backward == doctest::Approx(3 * K + 12e-6 + 12e-6));
+  // max pool 4:1 with 8-byte indices
+  layer pool = op(layer_kind::max_pool, 4 * E);
+  pool.outputs = E;
+  CHECK(t(pool, precision::pytorch_fp32).forward == doctest::Approx(K + (16e6 + 12e6) / 1e12));
+  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx(K + (12e6 + 16e6) / 1e12));
+  // the loss: log-softmax + NLL (a floor) | zeros + scatter (a floor) + log-softmax backward
+  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).forward == doctest::Approx(2 * K + 8e-6));
+  CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).backward == doctest::Approx(3 * K + 4e-6 + 12e-6));
+  // a sparse embedding's gradient is one copy of the rows of dY and their indices
+  layer emb = op(layer_kind::embedding, 1000 * 8);
+  emb.m = 50;
+  emb.n = 8;
+  CHECK(cost::time_of(emb, precision::pytorch_fp32, d, true).backward == doctest::Approx(K + (2.0 * 8000 * 4 + 2.0 * 8 * 1000) / 1e12));
+  CHECK(cost::time_of(emb, precision::pytorch_fp32, d, false).backward ==
+        doctest::Approx(7 * K + (2.0 * 8000 * 4 + 8.0 * 4 * 1000) / 1e12 + 50.0 * 8 * 4 / 1e12));
+}
+
+TEST_CASE("compute: fused attention — 128-query blocks in waves, 2.5x in backward, causal halves") {
+  const auto d = round_device();
+  layer a;
+  a.kind = layer_kind::attention;
+  a.m = a.n = 512;
+  a.k = 64;
+  a.count = 10;  // 4 blocks x 10 heads = 40 blocks = 4 waves of 10 SMs
+  const double K = 1e-6;
+  const double flops = 40 * 4.0 * 128 * 512 * 64;  // per block: QK^T and PV over all 512 keys
+  auto t = cost::time_of(a, precision::bf16, d);
+  CHECK(t.forward == doctest::Approx(K + flops / 200e12).epsilon(1e-12));
+  CHECK(t.backward == doctest::Approx(K + 2.5 * flops / 200e12).epsilon(1e-12));
+  a.causal = true;
+  t = cost::time_of(a, precision::bf16, d);
+  // half the products: now Q, K, V, O (4 x 512 x 64 x 10 x 2 bytes) take longer than the math
+  const double qkvo = 4.0 * 512 * 64 * 10 * 2;
+  CHECK(0.5 * flops / 200e12 < qkvo / 1e12);
+  CHECK(t.forward == doctest::Approx(K + qkvo / 1e12).epsilon(1e-12));
+  CHECK(t.backward == doctest::Approx(K + 2.0 * qkvo / 1e12).epsilon(1e-12));  // + dO in, dQ dK dV out
+}
+
+TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias reduction, autocast's weight casts") {
+  const auto d = round_device();
+  const double K_ = 1e-6;
+  layer l;
+  l.kind = layer_kind::linear;
+  l.m = 1280;
+  l.n = 1280;
+  l.k = 1280;
+  l.bias = true;
+  const double g32 = K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // exact waves (see above), one floor
+  const double g = g32 - K_;
+  const auto fp32 = cost::time_of(l, precision::pytorch_fp32, d);
+  CHECK(fp32.forward == doctest::Approx(g32).epsilon(1e-12));
+  CHECK(fp32.backward == doctest::Approx(2 * g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+  const auto tf = cost::time_of(l, precision::tf32, d);
+  CHECK(tf.forward == doctest::Approx(K_ + g / 2).epsilon(1e-12));
+  const auto bf = cost::time_of(l, precision::bf16, d);
+  const double cast = K_ + 1280.0 * 1280 * 6 / 1e12;  // r 4 w 2 per weight
+  CHECK(bf.forward == doctest::Approx(K_ + g / 4 + cast).epsilon(1e-12));
+  CHECK(bf.backward == doctest::Approx(2 * (K_ + g / 4) + K_ + 1280.0 * 1280 * 2 / 1e12 + cast).epsilon(1e-12));
+  l.input_grad = false;  // a first layer: no dX
+  CHECK(cost::time_of(l, precision::pytorch_fp32, d).backward ==
+        doctest::Approx(g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+  // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not
+  layer c;
+  c.kind = layer_kind::conv;
+  c.m = 1280;
+  c.n = 1280;
+  c.k = 1280;
+  c.elements = 1280 * 1280;  // input elements (1x1 conv)
+  const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
+  c.channels_last = true;
+  const auto nhwc = cost::time_of(c, precision::pytorch_fp32, d);
+  const double tr = K_ + 2.0 * 1280 * 1280 * 4 / 1e12;  // one transpose of a 1280 x 1280 fp32 tensor
+  CHECK(nchw.forward - nhwc.forward == doctest::Approx(3 * tr).epsilon(1e-9));
+  CHECK(nchw.backward - nhwc.backward == doctest::Approx(4 * tr).epsilon(1e-9));
+  CHECK(cost::time_of(c, precision::fp32, d).forward == cost::time_of(c, precision::fp32, d).forward);
+  c.channels_last = false;
+  const auto simt = cost::time_of(c, precision::fp32, d);  // fp32 units: no transposes
+  CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
+}
+
+TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alone, a measured profile") {
+  const auto d = round_device();
+  model_spec m;
+  m.name = "two";
+  m.tensors.resize(2);
+  m.tensors[0].name = "a";
+  m.tensors[0].shape = {1280, 1280};
+  m.tensors[0].backward_flops = 1e9;
+  m.tensors[1].name = "b";
+  m.tensors[1].shape = {1280};
+  m.tensors[1].backward_flops = 3e9;
+  m.forward_flops = 2e9;
+  m.validate();
+  // FLOPs alone: the rate of the precision's linear unit x efficiency; undescribed: device_flops
+  auto c = cost::compute(m, d, 7e12);
+  CHECK(c.from == cost::compute_times::source::flops);
+  CHECK(c.forward == doctest::Approx(2e9 / 50e12));
+  CHECK(c.backward_total() == doctest::Approx(4e9 / 50e12));
+  CHECK(cost::compute(m, device_compute{}, 7e12).forward == doctest::Approx(2e9 / 7e12));
+  m.training_precision = precision::bf16;
+  CHECK(cost::compute(m, d, 7e12).forward == doctest::Approx(2e9 / 200e12));
+  m.training_precision = precision::pytorch_fp32;
+  // layers: an activation before every tensor (-> tail), a linear on tensor 0, a ReLU on tensor 1
+  layer first = op(layer_kind::activation, 1'000'000);
+  layer lin;
+  lin.kind = layer_kind::linear;
+  lin.tensor = 0;
+  lin.m = lin.n = lin.k = 1280;
+  layer relu = op(layer_kind::activation, 2'000'000);
+  relu.tensor = 1;
+  m.layers = {first, lin, relu};
+  m.validate();
+  c = cost::compute(m, d, 7e12);
+  CHECK(c.from == cost::compute_times::source::layers);
+  const double g32 = 1e-6 + 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // one GEMM with its floor
+  CHECK(c.forward == doctest::Approx(9e-6 + g32 + 17e-6));
+  CHECK(c.backward[0] == doctest::Approx(2 * g32));
+  CHECK(c.backward[1] == doctest::Approx(25e-6));
+  CHECK(c.tail == doctest::Approx(13e-6));
+  CHECK(c.backward_total() == doctest::Approx(2 * g32 + 38e-6));
+  // an undescribed device ignores the layers
+  CHECK(cost::compute(m, device_compute{}, 7e12).from == cost::compute_times::source::flops);
+  // a measured profile wins over everything: ready times in backward order (b first, then a)
+  m.tensors[1].ready_time = 0.002;
+  m.tensors[0].ready_time = 0.005;
+  m.measured_forward = 0.003;
+  m.measured_backward = 0.006;
+  m.validate();
+  c = cost::compute(m, d, 7e12);
+  CHECK(c.from == cost::compute_times::source::profile);
+  CHECK(c.forward == 0.003);
+  CHECK(c.ready[1] == 0.002);
+  CHECK(c.ready[0] == 0.005);
+  CHECK(c.backward[1] == doctest::Approx(0.002));
+  CHECK(c.backward[0] == doctest::Approx(0.003));
+  CHECK(c.backward_total() == doctest::Approx(0.006));
+}
+
+TEST_CASE("compute: bad layers, profiles and device descriptions name their field") {
+  model_spec m;
+  m.name = "bad";
+  m.tensors.resize(1);
+  m.tensors[0].name = "w";
+  m.tensors[0].shape = {4};
+  layer l;
+  l.kind = layer_kind::linear;
+  l.tensor = 0;
+  l.m = 4;
+  l.n = 0;
+  l.k = 4;
+  m.layers = {l};
+  CHECK_THROWS_WITH_AS(m.validate(), "'layers[0].n': must be in [1, 2^52], got 0", error);
+  m.layers[0].n = 4;
+  m.layers[0].tensor = 1;
+  CHECK_THROWS_WITH_AS(m.validate(), "'layers[0].tensor': must be -1 or the index of a tensor (< 1)", error);
+  m.layers[0] = op(layer_kind::activation, 0);
+  CHECK_THROWS_WITH_AS(m.validate(), "'layers[0].elements': must be in [1, 2^52], got 0", error);
+  m.layers.clear();
+  m.tensors[0].ready_time = 0.5;
+  CHECK_THROWS_WITH_AS(m.validate(), "'measured_backward': a profile (tensors' ready_time) needs the measured backward time (> 0)",
+                       error);
+  m.measured_backward = 0.25;
+  CHECK_THROWS_WITH_AS(m.validate(), "'tensors[0].ready_time': must be seconds in [0, measured_backward]", error);
+
+  auto c = zoo::dgx_h100(1);
+  c.nodes[0].compute.matmul_efficiency = 1.5;
+  CHECK_THROWS_WITH_AS(c.validate(), "'nodes[0].compute.matmul_efficiency': must be a fraction in (0, 1]", error);
+  c.nodes[0].compute.matmul_efficiency = 0.8;
+  c.nodes[0].compute.fp32 = 0.0;
+  CHECK_THROWS_WITH_AS(c.validate(), "'nodes[0].compute.fp32': must be a positive number (at most 1e18)", error);
+  c.nodes[0].compute = device_compute{};  // not described: valid, FLOPs alone
+  CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("zoo: the layers leave the tensors and FLOPs as they were and match the weights they use") {
+  for (auto name : zoo::model_names()) {
+    CAPTURE(name);
+    const auto m = zoo::make_model(name);
+    REQUIRE_FALSE(m.layers.empty());
+    std::int32_t last = -1;
+    for (const auto& l : m.layers) {
+      CHECK(l.tensor >= last);  // forward order
+      last = l.tensor;
+      if (l.kind != layer_kind::linear && l.kind != layer_kind::conv) continue;
+      if (l.name == "lm_head") continue;  // tied to wte: counted on ln_f.bias
+      // the layer is attributed to its bias when it has one, else to its weight
+      const auto& w = m.tensors[static_cast<std::size_t>(l.tensor - (l.bias ? 1 : 0))];
+      CHECK(w.name == l.name + ".weight");
+      CHECK(w.elements() == l.n * l.k);
+      CHECK(w.backward_flops == doctest::Approx(2.0 * 2.0 * double(l.m) * double(l.n) * double(l.k)).epsilon(1e-12));
+    }
+  }
+  // the memory-bound layers ResNet-50 runs: 53 batch norms, 49 ReLUs after convs + the stem's,
+  // 16 residual adds, a max pool, an average pool, the loss
+  const auto r = zoo::resnet50();
+  auto count = [&](layer_kind k) { return std::count_if(r.layers.begin(), r.layers.end(), [&](const layer& l) { return l.kind == k; }); };
+  CHECK(count(layer_kind::conv) == 53);
+  CHECK(count(layer_kind::batch_norm) == 53);
+  CHECK(count(layer_kind::activation) == 49);
+  CHECK(count(layer_kind::add) == 16);
+  CHECK(count(layer_kind::max_pool) == 1);
+  CHECK(count(layer_kind::avg_pool) == 1);
+  CHECK(count(layer_kind::loss) == 1);
+  // a scaled model keeps no layers (they describe the unscaled network)
+  CHECK(zoo::make_model_scaled("resnet50", 0.5).layers.empty());
+}
+
+TEST_CASE("compute: the zoo's GPU clusters describe their devices with the datasheet figures") {
+  const auto h = zoo::dgx_h100(2);
+  for (const auto& n : h.nodes) CHECK(n.compute == zoo::hw::h100_sxm);
+  CHECK(zoo::hw::h100_sxm.fp32 == doctest::Approx(67e12));
+  CHECK(zoo::hw::h100_sxm.bf16 == doctest::Approx(989.5e12));
+  CHECK(zoo::hw::h100_sxm.matmul_efficiency == doctest::Approx(0.801).epsilon(1e-3));
+  CHECK(zoo::hw::a100_sxm_40gb.tf32 == doctest::Approx(156e12));
+  CHECK(zoo::dgx_a100(1).nodes[0].compute == zoo::hw::a100_sxm_40gb);
+  CHECK(zoo::p3_16xlarge_x4().nodes[0].compute == zoo::hw::v100_sxm2);
+  CHECK_FALSE(zoo::local(4).nodes[0].compute.described());  // CPU ranks: FLOPs alone
+  // on a cluster the slowest distinct device sets the compute
+  const auto m = zoo::resnet50();
+  const auto on_h100 = cost::compute(m, h);
+  const auto direct = cost::compute(m, zoo::hw::h100_sxm, h.nodes[0].device_flops);
+  CHECK(on_h100.forward == direct.forward);
+  CHECK(on_h100.backward_total() == direct.backward_total());
+  CHECK(cost::compute(m, zoo::p3_16xlarge_x4()).forward > on_h100.forward);
+}
