@@ -22,6 +22,14 @@ using namespace autosync;
 
 namespace {
 
+// The preset with its collectives on the alpha-beta-gamma forms (an MPI cluster): the lower
+// bound is then the node-level cut of the NICs' line rate, which these cases compute by hand.
+cluster_spec alpha_beta(const std::string& name) {
+  auto c = zoo::make_cluster(name);
+  c.backend = collective_backend::mpi;
+  return c;
+}
+
 // A correction of constant log factor k: every prediction scaled alike.
 struct constant_correction {
   float k = 0.0f;
@@ -104,9 +112,10 @@ TEST_CASE("optimize: when many strategies reach the lower bound, the answer is o
   // bert-large on 4 x p3.16xlarge: the NIC floor is reached by any strategy that keeps the NIC
   // busy, so the group structure of the fastest strategy found is arbitrary.
   const auto m = zoo::make_model("bert-large");
-  const auto c = zoo::make_cluster("p3.16xlarge-x4");
+  const auto c = alpha_beta("p3.16xlarge-x4");
   const auto r = search::optimize(m, c, {});
-  CHECK(r.best_prediction == doctest::Approx(r.prediction.lower_bound).epsilon(1e-9));
+  CHECK(r.best_prediction >= r.prediction.lower_bound);
+  CHECK(r.best_prediction <= r.prediction.lower_bound * 1.01);  // the floor, within the last bucket's tail
   CHECK(r.strategy.groups.size() == 1);
   CHECK(r.prediction.iteration <= r.best_prediction * (1.0 + search::default_epsilon));
   CHECK(r.simplicity == search::complexity_of(r.strategy));
@@ -119,7 +128,7 @@ TEST_CASE("optimize: when many strategies reach the lower bound, the answer is o
   CHECK(e.score <= e.best_score);  // the best score, however complex
   exact.serial_executor = false;   // scored by the estimate alone: the fastest prediction found
   const auto f = search::optimize(m, c, exact);
-  CHECK(f.prediction.iteration == doctest::Approx(f.best_prediction).epsilon(1e-12));
+  CHECK(f.prediction.iteration <= f.best_prediction * (1.0 + 1e-12));  // the fastest found (the polish may still gain)
   CHECK(f.strategy.groups.size() >= r.strategy.groups.size());
 }
 
@@ -186,8 +195,10 @@ TEST_CASE("optimize: a learned correction re-ranks the best candidates") {
 
   // vgg16 on autosync-b: the analytical pick is parameter servers; a correction that measured
   // parameter-server traffic e^2 times slower than modelled moves the pick to all-reduce
-  const auto v = zoo::make_model("vgg16");
-  const auto b = zoo::make_cluster("autosync-b");
+  auto v = zoo::make_model("vgg16");
+  v.layers.clear();  // FLOPs alone: the compute of the AutoSync paper's setting
+  auto b = alpha_beta("autosync-b");
+  for (auto& n : b.nodes) n.compute = {};  // and the preset's FLOP rate, no roofline
   search::options few;
   few.max_evaluations = 1000;
   few.serial_executor = false;  // the correction alone

@@ -44,6 +44,7 @@ TEST_CASE("serial replay: parameter-server transfers run one after another") {
   // ends at forward + the sum of every event's duration
   auto m = zoo::make_model("vgg16");
   for (auto& t : m.tensors) t.backward_flops = 0.0;
+  m.layers.clear();  // FLOPs alone: no layer kernels either
   const auto c = zoo::make_cluster("autosync-b");
   const auto s = baseline(m, c, "autodist-ps-lb");
   const auto p = cost::estimate(m, c, s, cost::options{.timeline = true});
