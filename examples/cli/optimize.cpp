@@ -3,7 +3,9 @@
 // as a header of policy types and as a timeline picture on request. The search shows its
 // progress on a terminal and is deterministic for a --seed (counted budgets, no clock). Its
 // answer is the simplest strategy within --epsilon of the best score; the embedded learned
-// correction re-ranks the best candidates unless --no-correction. --compute-scale X costs the
+// correction re-ranks the best candidates on MPI (alpha-beta-gamma) clusters unless
+// --no-correction; it was trained on such clusters, so on an NCCL cluster it is used only with
+// --correction. --compute-scale X costs the
 // model with its FLOPs x X, as `autosync run --compute-scale X` simulates compute.
 #include "cli.hpp"
 
@@ -33,7 +35,7 @@ namespace {
 struct optimize_opts {
   model_cluster_opts in;
   std::uint64_t seed = 1;
-  bool json = false, allow_lossy = false, no_correction = false;
+  bool json = false, allow_lossy = false, no_correction = false, force_correction = false;
   std::size_t budget = 0;
   double epsilon = search::default_epsilon, compute_scale = 1.0;
   std::string out, header;
@@ -49,7 +51,11 @@ int run_optimize(const optimize_opts& o) {
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
   opt.epsilon = o.epsilon;
-  if (!o.no_correction) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
+  if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
+  // the embedded correction's features are absolute and it was trained on the alpha-beta-gamma
+  // clusters of tests/data/collectives/cases.json: on an NCCL cluster it is opt-in
+  const bool correct = o.force_correction || (!o.no_correction && c.backend == collective_backend::mpi);
+  if (correct) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
   if (o.budget > 0) opt.max_evaluations = o.budget;
   const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;
   if (tty) {
@@ -62,6 +68,8 @@ int run_optimize(const optimize_opts& o) {
     std::cout << "autosync: optimizing " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
               << ", " << name_of(m.training_precision) << ") on " << c.name << " (" << c.world_size() << " ranks, "
               << c.worker_nodes() << " nodes)\n";
+  if (!o.json && !correct && !o.no_correction)
+    std::cout << "  (an NCCL cluster: ranked by the analytical model; the embedded correction was trained on MPI clusters, --correction uses it)\n";
   const auto r = search::optimize(m, c, opt);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
 
@@ -98,6 +106,8 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_option("--epsilon", o->epsilon, "answer the simplest strategy within this relative tolerance of the best score")
       ->capture_default_str();
   sub->add_flag("--no-correction", o->no_correction, "rank by the analytical model only (no re-rank by the embedded learned correction)");
+  sub->add_flag("--correction", o->force_correction,
+                "re-rank by the embedded learned correction on an NCCL cluster too (by default only MPI clusters, the kind it was trained on)");
   sub->add_option("--compute-scale", o->compute_scale,
                   "cost compute as FLOPs x this, as `autosync run --compute-scale` simulates it (0: no compute)")
       ->capture_default_str();
