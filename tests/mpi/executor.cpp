@@ -25,6 +25,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
 #include "../common/random_strategies.hpp"
+#include "../common/element_bytes.hpp"
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -82,24 +83,6 @@ struct buffers {
   std::vector<gradient> grads;
 };
 
-void store(unsigned char* at, dtype t, double v) {
-  switch (t) {
-    case dtype::f32: { const float f = static_cast<float>(v); std::memcpy(at, &f, 4); break; }
-    case dtype::f64: std::memcpy(at, &v, 8); break;
-    case dtype::f16: { const auto h = to_f16(v); std::memcpy(at, &h, 2); break; }
-    case dtype::bf16: { const auto h = to_bf16(v); std::memcpy(at, &h, 2); break; }
-    default: break;
-  }
-}
-double load(const unsigned char* at, dtype t) {
-  switch (t) {
-    case dtype::f32: { float f; std::memcpy(&f, at, 4); return f; }
-    case dtype::f64: { double d; std::memcpy(&d, at, 8); return d; }
-    case dtype::f16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_f16(h); }
-    case dtype::bf16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_bf16(h); }
-    default: return 0.0;
-  }
-}
 
 buffers fill(const model_spec& m, std::uint64_t seed, int rank, int iter, bool real) {
   buffers b;

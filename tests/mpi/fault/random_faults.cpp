@@ -38,6 +38,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
 #include "../../common/random_strategies.hpp"
+#include "../../common/element_bytes.hpp"
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -59,6 +60,8 @@ namespace {
 
 using namespace autosync;
 using namespace autosync::exec;
+using autosync::testing::load;
+using autosync::testing::store;
 
 enum class fault { delay, kill, strategy, truncated, twice, never };
 constexpr const char* fault_names[] = {"delay", "kill", "strategy", "truncated", "twice", "never"};
@@ -129,24 +132,6 @@ int value(std::uint64_t seed, int rank, const tensor& t, std::size_t ti, std::in
   };
   if (t.sparse && key(-1 - e / t.slice_elements(0)) % 3 == 0) return 0;
   return static_cast<int>(key(e) % 9) - 4;
-}
-void store(unsigned char* at, dtype t, double v) {
-  switch (t) {
-    case dtype::f32: { const float f = static_cast<float>(v); std::memcpy(at, &f, 4); break; }
-    case dtype::f64: std::memcpy(at, &v, 8); break;
-    case dtype::f16: { const auto h = to_f16(static_cast<float>(v)); std::memcpy(at, &h, 2); break; }
-    case dtype::bf16: { const auto h = to_bf16(static_cast<float>(v)); std::memcpy(at, &h, 2); break; }
-    default: break;
-  }
-}
-double load(const unsigned char* at, dtype t) {
-  switch (t) {
-    case dtype::f32: { float f; std::memcpy(&f, at, 4); return f; }
-    case dtype::f64: { double d; std::memcpy(&d, at, 8); return d; }
-    case dtype::f16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_f16(h); }
-    case dtype::bf16: { std::uint16_t h; std::memcpy(&h, at, 2); return from_bf16(h); }
-    default: return 0.0;
-  }
 }
 
 double epoch_now() {
