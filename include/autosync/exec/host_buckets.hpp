@@ -100,10 +100,29 @@ class host_bucket_runner {
       buf = reinterpret_cast<unsigned char*>(wire_.data());
       t = b.wire;
     }
-    registry::wire_view w{buf, n, t};
-    if (b.hooked) w = ext_.encode(bi, data, n, b.type, p);  // registered codecs (exec/extension_codecs.hpp)
-    run_collective(b, w.data, w.elements, w.type);
-    if (b.hooked) ext_.decode(bi, w, p);
+    registry::wire_view w{buf, n, t};  // registered codecs (exec/extension_codecs.hpp): encode before ...
+    if (b.hooked) w = ext_.encode(bi, data, n, b.type, p);
+    buf = w.data;
+    t = w.type;
+    auto& c = *comms_;
+    switch (b.kind) {
+      case step_kind::all_reduce: all_reduce(c, buf, w.elements, t, b.topology); break;
+      case step_kind::sharded:
+        reduce_scatter(c, buf, w.elements, t, b.topology);
+        all_gather(c, buf, w.elements, t, b.topology);
+        break;
+      case step_kind::parameter_server: ps_push_pull(c, buf, w.elements, t, b.server_rank, b.local); break;
+      case step_kind::sparse_all_gather:
+        for (const auto& sg : b.segments) {
+          const auto re = static_cast<std::size_t>(sg.row_elements);
+          const std::size_t rows = static_cast<std::size_t>(sg.elements()) / re;
+          unsigned char* at = buf + static_cast<std::size_t>(sg.fused) * size_of(t);
+          const auto touched = touched_rows(at, rows, re * size_of(t));
+          sparse_all_gather(c, at, rows, re, t, std::span<const std::int64_t>(touched));
+        }
+        break;
+    }
+    if (b.hooked) ext_.decode(bi, w, p);  // ... and decode after the collective
     const double factor = opt_.average ? 1.0 / p : 1.0;
     if (b.compressed) {
       if (b.type == dtype::f32) decode(wire_.data(), reinterpret_cast<float*>(data), n, b.wire, s, factor);
@@ -115,27 +134,6 @@ class host_bucket_runner {
   }
 
  private:
-  void run_collective(const plan_bucket& b, unsigned char* buf, std::size_t n, dtype t) {
-    auto& c = *comms_;
-    switch (b.kind) {
-      case step_kind::all_reduce: all_reduce(c, buf, n, t, b.topology); break;
-      case step_kind::sharded:
-        reduce_scatter(c, buf, n, t, b.topology);
-        all_gather(c, buf, n, t, b.topology);
-        break;
-      case step_kind::parameter_server: ps_push_pull(c, buf, n, t, b.server_rank, b.local); break;
-      case step_kind::sparse_all_gather:
-        for (const auto& sg : b.segments) {
-          const auto re = static_cast<std::size_t>(sg.row_elements);
-          const std::size_t rows = static_cast<std::size_t>(sg.elements()) / re;
-          unsigned char* at = buf + static_cast<std::size_t>(sg.fused) * size_of(t);
-          const auto touched = touched_rows(at, rows, re * size_of(t));
-          sparse_all_gather(c, at, rows, re, t, std::span<const std::int64_t>(touched));
-        }
-        break;
-    }
-  }
-
   unsigned char* tensor_at(std::uint32_t t, std::int64_t element) const {
     return static_cast<unsigned char*>(grads_[t].data) + static_cast<std::size_t>(element) * size_of(plan_->tensor_types[t]);
   }
