@@ -47,6 +47,29 @@ namespace autosync::exec {
 template <class Arch>
 inline constexpr bool topology_matters = std::is_same_v<Arch, arch::all_reduce> || std::is_same_v<Arch, arch::sharded>;
 
+// Calls f(std::type_identity<Arch>{}, std::type_identity<Topo>{}, std::type_identity<Comp>{})
+// with the policies of plan bucket b's group: its step kind, topology and compressor visited
+// (strategy/dispatch.hpp's visit_slot over the closed policy sets; a bucket runner calls this
+// once per group, when it is built). The parameter server and the sparse all-gather do not read
+// the topology: Topo is topo::ring for them (one instantiation instead of twelve). Throws
+// autosync::error naming the slot for a value no policy has.
+template <class F>
+decltype(auto) visit_bucket(const plan_bucket& b, F&& f) {
+  group_desc g;
+  g.architecture = architecture_of(b.kind);
+  g.topology = b.topology;
+  g.compression = b.compression;
+  return visit_slot<slot::architecture>(g, [&](auto a) -> decltype(auto) {
+    using A = typename decltype(a)::type;
+    return visit_slot<slot::compression>(g, [&](auto c) -> decltype(auto) {
+      if constexpr (topology_matters<A>)
+        return visit_slot<slot::topology>(g, [&](auto t) -> decltype(auto) { return f(a, t, c); });
+      else
+        return f(a, std::type_identity<topo::ring>{}, c);
+    });
+  });
+}
+
 template <Backend B>
 class host_bucket_runner {
  public:
@@ -187,31 +210,17 @@ class host_bucket_runner {
   static void run_fn_of(host_bucket_runner& r, std::uint32_t bi, std::span<const gradient> grads) {
     r.template run_as<Arch, Topo, Comp>(bi, grads);
   }
-  // The run_as<...> of bucket b's group: its descriptor values visited once (strategy/dispatch.hpp).
-  // The parameter server and the sparse all-gather do not read the topology: one instantiation
-  // each (with topo::ring) instead of twelve.
+  // The run_as<...> of bucket b's group (visit_bucket; checked against the bucket).
   static run_fn dispatch(const plan_bucket& b, std::uint32_t bi) {
-    group_desc g;
-    g.architecture = architecture_of(b.kind);
-    g.topology = b.topology;
-    g.compression = b.compression;
-    return visit_slot<slot::architecture>(g, [&](auto a) -> run_fn {
+    return visit_bucket(b, [&](auto a, auto t, auto c) -> run_fn {
       using A = typename decltype(a)::type;
-      return visit_slot<slot::compression>(g, [&](auto cc) -> run_fn {
-        using C = typename decltype(cc)::type;
-        if constexpr (topology_matters<A>) {
-          return visit_slot<slot::topology>(g, [&](auto t) -> run_fn {
-            using T = typename decltype(t)::type;
-            check_bucket<A, T, C>(b, bi);
-            return &run_fn_of<A, T, C>;
-          });
-        } else {
-          check_bucket<A, topo::ring, C>(b, bi);
-          return &run_fn_of<A, topo::ring, C>;
-        }
-      });
+      using T = typename decltype(t)::type;
+      using C = typename decltype(c)::type;
+      check_bucket<A, T, C>(b, bi);
+      return &run_fn_of<A, T, C>;
     });
   }
+
 
  private:
   unsigned char* tensor_at(std::uint32_t t, std::int64_t element) const {
