@@ -52,7 +52,8 @@ inline constexpr bool topology_matters = std::is_same_v<Arch, arch::all_reduce> 
 // (strategy/dispatch.hpp's visit_slot over the closed policy sets; a bucket runner calls this
 // once per group, when it is built). The parameter server and the sparse all-gather do not read
 // the topology: Topo is topo::ring for them (one instantiation instead of twelve). Throws
-// autosync::error naming the slot for a value no policy has.
+// autosync::error naming the slot for a value no policy has, and for a sharded bucket on a tree
+// (validate_group rejects those strategies: they are not instantiated).
 template <class F>
 decltype(auto) visit_bucket(const plan_bucket& b, F&& f) {
   group_desc g;
@@ -63,7 +64,12 @@ decltype(auto) visit_bucket(const plan_bucket& b, F&& f) {
     using A = typename decltype(a)::type;
     return visit_slot<slot::compression>(g, [&](auto c) -> decltype(auto) {
       if constexpr (topology_matters<A>)
-        return visit_slot<slot::topology>(g, [&](auto t) -> decltype(auto) { return f(a, t, c); });
+        return visit_slot<slot::topology>(g, [&](auto t) -> decltype(auto) {
+          using T = typename decltype(t)::type;
+          if constexpr (std::is_same_v<A, arch::sharded> && !topology_ops<T>::sharded_ok)
+            throw error("topology", "sharded groups need a reduce-scatter: ring, halving_doubling or hierarchical with a non-tree intra");
+          return f(a, t, c);
+        });
       else
         return f(a, std::type_identity<topo::ring>{}, c);
     });
@@ -140,38 +146,13 @@ class host_bucket_runner {
     using cod = codec_of<Comp>;
     grads_ = grads;
     const auto& b = plan_->buckets[bi];
-    const auto n = static_cast<std::size_t>(b.elements);
-    const int p = comms_->world.size();
     if constexpr (coll::segmented) {
-      if (direct_[bi]) {
-        run_direct<coll>(b);
-        return;
-      }
-    }
-    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
-    const bool packed = data == nullptr;
-    if (packed) {
-      data = fused_.data();
-      pack(b, data);
+      if (direct_[bi]) return run_direct<coll>(b);
     }
     if constexpr (cod::compresses) {
-      if (b.compressed) {
-        const double s = cod::scale(p);
-        const std::span<std::uint16_t> wire(wire_.data(), n);
-        const std::span<double> residual(residual_[bi]);  // empty: no error feedback
-        if (b.type == dtype::f32) cod::encode(std::span<const float>(reinterpret_cast<const float*>(data), n), wire, residual, s);
-        else cod::encode(std::span<const double>(reinterpret_cast<const double*>(data), n), wire, residual, s);
-        coll::run(*comms_, b, reinterpret_cast<unsigned char*>(wire_.data()), cod::wire);
-        const double factor = opt_.average ? 1.0 / p : 1.0;
-        if (b.type == dtype::f32) cod::decode(std::span<const std::uint16_t>(wire), std::span<float>(reinterpret_cast<float*>(data), n), s, factor);
-        else cod::decode(std::span<const std::uint16_t>(wire), std::span<double>(reinterpret_cast<double*>(data), n), s, factor);
-        if (packed) unpack(b, data);
-        return;
-      }
+      if (b.compressed) return run_coded<coll, cod>(bi, b);
     }
-    coll::run(*comms_, b, data, b.type);
-    if (opt_.average && p > 1) scale(data, n, b.type, 1.0 / p);
-    if (packed) unpack(b, data);
+    run_plain<coll>(b);
   }
 
   // Throws autosync::error naming the bucket when bucket bi is not one of a group with policies
@@ -270,6 +251,50 @@ class host_bucket_runner {
         default: return;  // integers are summed, not averaged
       }
     }
+  }
+
+  // The bucket's elements where the step runs: in the user's buffer (one contiguous segment, or
+  // the segments back to back in this iteration's memory), else packed into the fused buffer.
+  unsigned char* stage(const plan_bucket& b, bool& packed) {
+    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
+    packed = data == nullptr;
+    if (packed) {
+      data = fused_.data();
+      pack(b, data);
+    }
+    return data;
+  }
+
+  // An uncompressed bucket, in place or packed: the step in the bucket's dtype, the average, unpack.
+  // (One instantiation per collective: the codec does not change it.)
+  template <class Coll>
+  void run_plain(const plan_bucket& b) {
+    bool packed = false;
+    unsigned char* data = stage(b, packed);
+    Coll::run(*comms_, b, data, b.type);
+    const int p = comms_->world.size();
+    if (opt_.average && p > 1) scale(data, static_cast<std::size_t>(b.elements), b.type, 1.0 / p);
+    if (packed) unpack(b, data);
+  }
+
+  // A compressed bucket: encode (error feedback in residual_[bi]), the step in the wire dtype,
+  // decode (with the average), unpack.
+  template <class Coll, class Codec>
+  void run_coded(std::uint32_t bi, const plan_bucket& b) {
+    bool packed = false;
+    unsigned char* data = stage(b, packed);
+    const auto n = static_cast<std::size_t>(b.elements);
+    const int p = comms_->world.size();
+    const double s = Codec::scale(p);
+    const std::span<std::uint16_t> wire(wire_.data(), n);
+    const std::span<double> residual(residual_[bi]);  // empty: no error feedback
+    if (b.type == dtype::f32) Codec::encode(std::span<const float>(reinterpret_cast<const float*>(data), n), wire, residual, s);
+    else Codec::encode(std::span<const double>(reinterpret_cast<const double*>(data), n), wire, residual, s);
+    Coll::run(*comms_, b, reinterpret_cast<unsigned char*>(wire_.data()), Codec::wire);
+    const double factor = opt_.average ? 1.0 / p : 1.0;
+    if (b.type == dtype::f32) Codec::decode(std::span<const std::uint16_t>(wire), std::span<float>(reinterpret_cast<float*>(data), n), s, factor);
+    else Codec::decode(std::span<const std::uint16_t>(wire), std::span<double>(reinterpret_cast<double*>(data), n), s, factor);
+    if (packed) unpack(b, data);
   }
 
   // An uncompressed bucket on the tensors where they lie (direct_[bi]): no pack, no unpack.

@@ -75,6 +75,8 @@ struct topology_ops<Topo> {
   using level = detail::flat_algorithm<Topo>;
   static constexpr bool segmented_all_reduce = level::template accepts<segmented>;
   static constexpr bool segmented_sharded = level::template accepts<segmented>;
+  // Whether a sharded group may use it (validate_group: its reduce-scatter is not the tree's).
+  static constexpr bool sharded_ok = !std::is_same_v<Topo, topo::tree>;
   template <Backend B>
   static void check(const comms<B>&, const char*) {}
   template <Backend B, class V>
@@ -97,6 +99,7 @@ struct topology_ops<topo::hierarchical<I, O>> {
   using inter = detail::flat_algorithm<O>;
   static constexpr bool segmented_all_reduce = intra::template accepts<segmented> && inter::template accepts<segmented>;
   static constexpr bool segmented_sharded = false;  // the regrouped vector is one contiguous staging buffer
+  static constexpr bool sharded_ok = !std::is_same_v<I, topo::tree>;
   template <Backend B>
   static void check(const comms<B>& c, const char* op) {
     if (!c.intra.valid() || !c.inter.valid() || c.intra.size() * c.inter.size() != c.world.size())
