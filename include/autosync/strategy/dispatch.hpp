@@ -16,7 +16,7 @@
 //   group_desc g;  g.topology = {hierarchical, ring, tree};
 //   visit_slot<slot::topology>(g, [](auto t) {
 //     using T = typename decltype(t)::type;           // topo::hierarchical<topo::ring, topo::tree>
-//     return run_allreduce<T>(...);                    // instantiated for each of the 12
+//     return exec::collective<arch::all_reduce, T>::run(...);   // instantiated for each of the 12
 //   });
 //
 // visit<Slots...>(group, f) nests over several slots and calls
@@ -36,6 +36,10 @@
 // structural slots change the code path (which collective, which wire format, which order), so
 // that is where a compile-time type pays. For a fully static group, numbers included, see
 // emit.hpp: emit_header() writes the searched strategy as type aliases.
+//
+// The executor uses this: exec/host_buckets.hpp's visit_bucket visits a plan bucket's
+// architecture, topology and compression once per group, when a bucket runner is built, and
+// keeps the run_as<Arch, Topo, Comp> instantiation (exec::collective, exec::codec) its buckets run.
 //
 // Every branch of f must return the same type. Each visit instantiates f once per policy (the
 // product over the named slots for visit<...>: all five slots are 4*2*12*3*2 = 576), so name

@@ -1,5 +1,7 @@
-// autosync/exec/collectives/hierarchical.hpp — the public all_reduce, reduce_scatter and
-// all_gather: flat, or hierarchical<I, O> over the intra- and inter-node communicators.
+// autosync/exec/collectives/hierarchical.hpp — all_reduce, reduce_scatter and all_gather of a
+// topology: flat, or hierarchical<I, O> over the intra- and inter-node communicators.
+// topology_ops<Topo> holds them per topology type (what the typed executor calls); the public
+// functions take a runtime topology_value and call the same ones.
 //
 //   hierarchical<I, O> with g ranks per node and N nodes (comms: collectives/common.hpp):
 //     all_reduce:     intra reduce-scatter with I over g blocks; inter all-reduce with O of my
