@@ -12,6 +12,20 @@
 // Sparse buckets run one sparse_all_gather per segment (a row is touched when any byte of it is
 // non-zero). With options.average the sums are divided by the world size (floating dtypes).
 // exec/executor.hpp's header comment has the whole picture.
+//
+// Typed buckets. The work of one bucket is run_as<Arch, Topo, Comp>(bucket, gradients): the
+// collective<Arch, Topo> (exec/collective.hpp) and the codec<Comp> (exec/codec.hpp) of its
+// group's policies, with no branch on a slot left inside. This runner visits each group's
+// values once, when it is built (visit_bucket: Boost.Hana over the closed policy sets,
+// strategy/dispatch.hpp), and keeps one function per bucket, the run_as<...> of its group.
+// exec/typed_executor.hpp's runner calls run_as<...> of a static strategy's group types directly
+// (no dispatch at all). Both run the same instantiations: the same bytes, bit for bit.
+//
+//   plan bucket (kind, topology, compression id) ──visit once per group──> run_as<A, T, C>
+//   static_strategy<G0, G1, ...> ──fold over the group index──────────────> run_as<A, T, C>
+//
+// The codec-independent part (stage, the step, average, unpack: run_plain<collective>) is one
+// instantiation per collective; run_coded<collective, codec> adds encode and decode.
 #pragma once
 
 #include <autosync/exec/backend.hpp>
