@@ -10,6 +10,8 @@
 #   4. ddp_torch.py                PyTorch DDP itself (gloo) on the same tensors
 #   5. a summary: found vs autosync-DDP vs PyTorch DDP per model, with ratios, and measured vs
 #      predicted (calibrated and preset)
+#   6. bench_mpi_typed_dispatch    one strategy through the runtime executor and typed_executor:
+#                                  the typed / dispatched speed ratio (when it was built)
 # The load average is printed before and after each step: the machine may be shared.
 #
 # Builds nothing: configure and build first (cmake --build build), then
@@ -111,3 +113,11 @@ cat "$tmp/models.txt" "$tmp/torch.txt" | awk '
              ratio(t, d), ratio(f, pred[m, "found"]), ratio(f, preset[m, "found"]), ratio(d, pred[m, "ddp"]), ratio(d, preset[m, "ddp"])
     }
   }'
+
+if [ -x "$bin/bench_mpi_typed_dispatch" ]; then
+  echo
+  echo "== 6. typed vs dispatched executor (bench_mpi_typed_dispatch --scale $scale)"
+  load
+  "$mpirun_cmd" "${mpi_flags[@]}" -np "$np" "$bin/bench_mpi_typed_dispatch" --scale "$scale" --iters "$((iters * 3 + 1))"
+  load
+fi

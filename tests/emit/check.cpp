@@ -20,12 +20,18 @@ static_assert(describe<s::group_1>() == emit_sample::group1);
 static_assert(describe<s::group_2>() == emit_sample::group2);
 static_assert(describe<s::group_3>() == emit_sample::group3);
 static_assert(s::groups::size == 4);
+static_assert(std::is_same_v<s::strategy_t, static_strategy<s::group_0, s::group_1, s::group_2, s::group_3>>);
+static_assert(std::is_same_v<s::strategy_t::group<3>, s::group_3> && s::strategy_t::size == 4);
 static_assert(s::assignments.size() == 5);
 static_assert(s::assignments[2].shard_groups.size() == 2 && s::assignments[2].shard_groups[1] == 3);
 static_assert(s::assignments[4].split_axis == 1);
 
 int main() {
   const strategy_desc rebuilt = to_descriptor<s::groups>(s::assignments, s::name);
+  if (!(to_descriptor<s::strategy_t>(s::assignments, s::name) == rebuilt)) {
+    std::fprintf(stderr, "emit round trip: to_descriptor<strategy_t> differs from to_descriptor<groups>\n");
+    return 1;
+  }
   const strategy_desc expected = emit_sample::make();
   if (!(rebuilt == expected)) {
     std::fprintf(stderr, "emit round trip: the descriptor rebuilt from the emitted types differs from the strategy\n");

@@ -12,15 +12,19 @@
 //   collectives/ring.hpp               ring (Patarasuk & Yuan): reduce-scatter + all-gather
 //   collectives/halving_doubling.hpp   Rabenseifner's halving-doubling, any p (fold to 2^k)
 //   collectives/tree.hpp               NCCL's double binary tree, pipelined in chunks
-//   collectives/flat.hpp               one of those three chosen at run time
-//   collectives/hierarchical.hpp       all_reduce, reduce_scatter, all_gather: flat or
-//                                      hierarchical<I, O> (intra level I, inter level O)
+//   collectives/flat.hpp               flat_algorithm<Topo>: those three as types (and chosen
+//                                      from a runtime topology_kind into the same functions)
+//   collectives/hierarchical.hpp       topology_ops<Topo>: all_reduce, reduce_scatter, all_gather,
+//                                      flat or hierarchical<I, O> (intra level I, inter level O);
+//                                      the public functions take a runtime topology_value and
+//                                      call them (with_topology)
 //   collectives/ps_push_pull.hpp       parameter server: push to one server rank, pull back
 //   collectives/sparse_all_gather.hpp  touched rows all-gathered and summed (Horovod's sparse path)
 //   collectives/common.hpp             comms, block layouts, views, point-to-point helpers
 //   collectives/sum.hpp                sum_into in every dtype
 //
-// Each algorithm's header draws its communication pattern.
+// Each algorithm's header draws its communication pattern. exec/collective.hpp selects a plan
+// bucket's step from its group's policy types (collective<Arch, Topo>) on top of these.
 //
 // Segmented buffers (exec::segmented): ring and halving-doubling (flat, and as both levels of a
 // hierarchical all-reduce) also run on a buffer made of several runs, e.g. a bucket's tensors

@@ -195,33 +195,60 @@ using bf16_format = detail::narrow_format<8, 7>;
   return 2.0 * p * unit_roundoff(wire) * sum_abs + 2.0 * p * half_min_subnormal(wire) / wire_scale(wire, ranks);
 }
 
+namespace detail {
+// encode / decode for one wire format W (dtype::f16 or dtype::bf16), fixed at compile time: the
+// codec of that compressor (exec/codec.hpp) calls these directly; encode / decode below pick
+// them from a runtime wire dtype.
+template <dtype W>
+[[nodiscard]] constexpr std::uint16_t to_wire(double v) noexcept {
+  static_assert(W == dtype::f16 || W == dtype::bf16, "autosync: a wire format is dtype::f16 or dtype::bf16");
+  if constexpr (W == dtype::f16) return to_f16(v, overflow_mode::saturate);
+  else return to_bf16(v, overflow_mode::saturate);
+}
+template <dtype W>
+[[nodiscard]] constexpr float from_wire(std::uint16_t h) noexcept {
+  if constexpr (W == dtype::f16) return from_f16(h);
+  else return from_bf16(h);
+}
+template <dtype W, class T>
+void encode_as(const T* x, double* residual, std::uint16_t* wire, std::size_t n, double scale) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "autosync: encode: T must be float or double");
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = residual ? static_cast<double>(x[i]) + residual[i] : static_cast<double>(x[i]);
+    const std::uint16_t w = to_wire<W>(v * scale);
+    wire[i] = w;
+    if (residual) {
+      const double back = static_cast<double>(from_wire<W>(w)) / scale;
+      residual[i] = std::isfinite(v) ? v - back : 0.0;  // a NaN/inf gradient is sent as it is, not carried
+    }
+  }
+}
+template <dtype W, class T>
+void decode_as(const std::uint16_t* wire, T* out, std::size_t n, double scale, double factor) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "autosync: decode: T must be float or double");
+  const double k = factor / scale;
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<double>(from_wire<W>(wire[i])) * k);
+}
+}  // namespace detail
+
 // Encodes n values of `x` (float or double) into `wire` (f16 or bf16 bit patterns), saturating,
 // after multiplying by `scale`. With `residual` (n doubles, or nullptr for no error feedback):
 // v = x + residual is encoded and residual becomes v - decoded / scale.
 template <class T>
 void encode(const T* x, double* residual, std::uint16_t* wire, std::size_t n, dtype wire_t, double scale) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "autosync: encode: T must be float or double");
-  if (wire_t != dtype::f16 && wire_t != dtype::bf16) throw error("wire", "encode: the wire dtype must be f16 or bf16, got " + std::string(name_of(wire_t)));
-  const bool half = wire_t == dtype::f16;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double v = residual ? static_cast<double>(x[i]) + residual[i] : static_cast<double>(x[i]);
-    const std::uint16_t w = half ? to_f16(v * scale, overflow_mode::saturate) : to_bf16(v * scale, overflow_mode::saturate);
-    wire[i] = w;
-    if (residual) {
-      const double back = static_cast<double>(half ? from_f16(w) : from_bf16(w)) / scale;
-      residual[i] = std::isfinite(v) ? v - back : 0.0;  // a NaN/inf gradient is sent as it is, not carried
-    }
-  }
+  if (wire_t == dtype::f16) return detail::encode_as<dtype::f16>(x, residual, wire, n, scale);
+  if (wire_t == dtype::bf16) return detail::encode_as<dtype::bf16>(x, residual, wire, n, scale);
+  throw error("wire", "encode: the wire dtype must be f16 or bf16, got " + std::string(name_of(wire_t)));
 }
 
 // out[i] = decoded wire[i] / scale * factor (factor: 1, or 1/p when averaging).
 template <class T>
 void decode(const std::uint16_t* wire, T* out, std::size_t n, dtype wire_t, double scale, double factor = 1.0) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "autosync: decode: T must be float or double");
-  if (wire_t != dtype::f16 && wire_t != dtype::bf16) throw error("wire", "decode: the wire dtype must be f16 or bf16, got " + std::string(name_of(wire_t)));
-  const bool half = wire_t == dtype::f16;
-  const double k = factor / scale;
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<double>(half ? from_f16(wire[i]) : from_bf16(wire[i])) * k);
+  if (wire_t == dtype::f16) return detail::decode_as<dtype::f16>(wire, out, n, scale, factor);
+  if (wire_t == dtype::bf16) return detail::decode_as<dtype::bf16>(wire, out, n, scale, factor);
+  throw error("wire", "decode: the wire dtype must be f16 or bf16, got " + std::string(name_of(wire_t)));
 }
 
 }  // namespace autosync::exec

@@ -99,10 +99,12 @@ struct bucket_runner_of<B> {
 };
 }  // namespace detail
 
-template <Backend B>
+// Runner: how a bucket runs (the backend's bucket_runner, else host_bucket_runner<B>);
+// exec/typed_executor.hpp passes a runner typed on a static strategy (typed_executor<S, B>).
+template <Backend B, class Runner = typename detail::bucket_runner_of<B>::type>
 class executor {
-  using runner_t = typename detail::bucket_runner_of<B>::type;
-  static constexpr bool on_host = std::is_same_v<runner_t, host_bucket_runner<B>>;
+  using runner_t = Runner;
+  static constexpr bool on_host = std::is_base_of_v<host_bucket_runner<B>, runner_t>;
 
  public:
   executor(comms<B>& c, const model_spec& m, plan p, executor_options o = {})

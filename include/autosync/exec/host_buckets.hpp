@@ -12,31 +12,105 @@
 // Sparse buckets run one sparse_all_gather per segment (a row is touched when any byte of it is
 // non-zero). With options.average the sums are divided by the world size (floating dtypes).
 // exec/executor.hpp's header comment has the whole picture.
+//
+// Typed buckets. The work of one bucket is run_as<Arch, Topo, Comp>(bucket, gradients): the
+// collective<Arch, Topo> (exec/collective.hpp) and the codec<Comp> (exec/codec.hpp) of its
+// group's policies, with no branch on a slot left inside. This runner visits each group's
+// values once, when it is built (visit_bucket: Boost.Hana over the closed policy sets,
+// strategy/dispatch.hpp), and keeps one function per bucket, the run_as<...> of its group.
+// exec/typed_executor.hpp's runner calls run_as<...> of a static strategy's group types directly
+// (no dispatch at all). Both run the same instantiations: the same bytes, bit for bit.
+//
+//   plan bucket (kind, topology, compression id) ──visit once per group──> run_as<A, T, C>
+//   static_strategy<G0, G1, ...> ──fold over the group index──────────────> run_as<A, T, C>
+//
+// The codec-independent part (stage, the step, average, unpack: run_plain<collective>) is one
+// instantiation per collective; run_coded<collective, codec> adds encode and decode.
 #pragma once
 
 #include <autosync/exec/backend.hpp>
+#include <autosync/exec/codec.hpp>
+#include <autosync/exec/collective.hpp>
 #include <autosync/exec/collectives.hpp>
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/executor_options.hpp>
 #include <autosync/exec/extension_codecs.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
+#include <autosync/strategy/dispatch.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace autosync::exec {
+
+// The architecture policy of a plan step kind, and whether its collective reads the topology.
+[[nodiscard]] constexpr architecture_kind architecture_of(step_kind k) noexcept {
+  switch (k) {
+    case step_kind::sharded: return architecture_kind::sharded;
+    case step_kind::parameter_server: return architecture_kind::parameter_server;
+    case step_kind::sparse_all_gather: return architecture_kind::all_gather;
+    default: return architecture_kind::all_reduce;
+  }
+}
+template <class Arch>
+inline constexpr bool topology_matters = std::is_same_v<Arch, arch::all_reduce> || std::is_same_v<Arch, arch::sharded>;
+
+// Calls f(std::type_identity<Arch>{}, std::type_identity<Topo>{}, std::type_identity<Comp>{})
+// with the policies of plan bucket b's group: its step kind, topology and compressor visited
+// (strategy/dispatch.hpp's visit_slot over the closed policy sets; a bucket runner calls this
+// once per group, when it is built). The parameter server and the sparse all-gather do not read
+// the topology: Topo is topo::ring for them (one instantiation instead of twelve). Throws
+// autosync::error naming the slot for a value no policy has, and for a sharded bucket on a tree
+// (validate_group rejects those strategies: they are not instantiated).
+template <class F>
+decltype(auto) visit_bucket(const plan_bucket& b, F&& f) {
+  group_desc g;
+  g.architecture = architecture_of(b.kind);
+  g.topology = b.topology;
+  // a registered (extension) compressor runs as a hook around the plain path: codec<comp::none>
+  if (!is_extension_id(b.compression.id)) g.compression = b.compression;
+  return visit_slot<slot::architecture>(g, [&](auto a) -> decltype(auto) {
+    using A = typename decltype(a)::type;
+    return visit_slot<slot::compression>(g, [&](auto c) -> decltype(auto) {
+      if constexpr (topology_matters<A>)
+        return visit_slot<slot::topology>(g, [&](auto t) -> decltype(auto) {
+          using T = typename decltype(t)::type;
+          if constexpr (std::is_same_v<A, arch::sharded> && !topology_ops<T>::sharded_ok)
+            throw error("topology", "sharded groups need a reduce-scatter: ring, halving_doubling or hierarchical with a non-tree intra");
+          return f(a, t, c);
+        });
+      else
+        return f(a, std::type_identity<topo::ring>{}, c);
+    });
+  });
+}
 
 template <Backend B>
 class host_bucket_runner {
  public:
   // Sizes the scratch, wire and residual buffers for the plan's largest bucket; `p` must outlive
   // the runner (the executor owns both).
-  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o) : comms_(&c), plan_(&p), opt_(o), ext_(p) {
+  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o) : host_bucket_runner(c, p, o, 0) {
+    // one visit per group (its buckets share architecture, topology and compression)
+    ops_.assign(p.buckets.size(), nullptr);
+    std::vector<run_fn> of_group;
+    for (std::size_t i = 0; i < p.buckets.size(); ++i) {
+      const auto& b = p.buckets[i];
+      if (b.group >= of_group.size()) of_group.resize(b.group + 1, nullptr);
+      if (of_group[b.group] == nullptr) of_group[b.group] = dispatch(b, static_cast<std::uint32_t>(i));
+      ops_[i] = of_group[b.group];
+    }
+  }
+
+ private:
+  void size_buffers(const plan& p) {
     std::size_t scratch = 0, wire = 0;
     direct_.assign(p.buckets.size(), 0);
     for (std::size_t i = 0; i < p.buckets.size(); ++i) {
@@ -53,6 +127,7 @@ class host_bucket_runner {
         if (p.buckets[i].compressed) residual_[i].assign(static_cast<std::size_t>(p.buckets[i].elements), 0.0);
   }
 
+ public:
   // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
   // decides, so every rank decides alike): an uncompressed all-reduce or sharded bucket on ring
   // or halving-doubling (flat, or both levels of a hierarchical all-reduce) whose runs hold at
@@ -74,64 +149,75 @@ class host_bucket_runner {
   // Whether bucket b runs on the tensors where they lie (no packing).
   [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
 
-  // Runs bucket bi on this iteration's gradients (the communication thread, or finish()).
-  void run(std::uint32_t bi, std::span<const gradient> grads) {
+  // Runs bucket bi on this iteration's gradients (the communication thread, or finish()): the
+  // run_as<...> of its group, chosen when the runner was built.
+  void run(std::uint32_t bi, std::span<const gradient> grads) { ops_[bi](*this, bi, grads); }
+
+  // The one implementation of a bucket: pack (unless in place or on the runs where they lie),
+  // encode with codec<Comp>, collective<Arch, Topo>, decode (or average), unpack. Arch, Topo and
+  // Comp must be the policies of the bucket's group (the runners check that when they are built).
+  template <class Arch, class Topo, class Comp>
+  void run_as(std::uint32_t bi, std::span<const gradient> grads) {
+    using coll = collective<Arch, Topo>;
+    using cod = codec_of<Comp>;
     grads_ = grads;
     const auto& b = plan_->buckets[bi];
-    const auto n = static_cast<std::size_t>(b.elements);
-    const int p = comms_->world.size();
-    if (direct_[bi]) {
-      run_direct(b);
-      return;
+    if constexpr (coll::segmented) {
+      if (direct_[bi]) return run_direct<coll>(b);
     }
-    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
-    const bool packed = data == nullptr;
-    if (packed) {
-      data = fused_.data();
-      pack(b, data);
+    if constexpr (cod::compresses) {
+      if (b.compressed) return run_coded<coll, cod>(bi, b);
     }
-    unsigned char* buf = data;
-    dtype t = b.type;
-    const double s = b.compressed ? wire_scale(b.wire, p) : 1.0;
-    if (b.compressed) {
-      double* r = residual_[bi].empty() ? nullptr : residual_[bi].data();
-      if (b.type == dtype::f32) encode(reinterpret_cast<const float*>(data), r, wire_.data(), n, b.wire, s);
-      else encode(reinterpret_cast<const double*>(data), r, wire_.data(), n, b.wire, s);
-      buf = reinterpret_cast<unsigned char*>(wire_.data());
-      t = b.wire;
-    }
-    registry::wire_view w{buf, n, t};  // registered codecs (exec/extension_codecs.hpp): encode before ...
-    if (b.hooked) w = ext_.encode(bi, data, n, b.type, p);
-    buf = w.data;
-    t = w.type;
-    auto& c = *comms_;
-    switch (b.kind) {
-      case step_kind::all_reduce: all_reduce(c, buf, w.elements, t, b.topology); break;
-      case step_kind::sharded:
-        reduce_scatter(c, buf, w.elements, t, b.topology);
-        all_gather(c, buf, w.elements, t, b.topology);
-        break;
-      case step_kind::parameter_server: ps_push_pull(c, buf, w.elements, t, b.server_rank, b.local); break;
-      case step_kind::sparse_all_gather:
-        for (const auto& sg : b.segments) {
-          const auto re = static_cast<std::size_t>(sg.row_elements);
-          const std::size_t rows = static_cast<std::size_t>(sg.elements()) / re;
-          unsigned char* at = buf + static_cast<std::size_t>(sg.fused) * size_of(t);
-          const auto touched = touched_rows(at, rows, re * size_of(t));
-          sparse_all_gather(c, at, rows, re, t, std::span<const std::int64_t>(touched));
-        }
-        break;
-    }
-    if (b.hooked) ext_.decode(bi, w, p);  // ... and decode after the collective
-    const double factor = opt_.average ? 1.0 / p : 1.0;
-    if (b.compressed) {
-      if (b.type == dtype::f32) decode(wire_.data(), reinterpret_cast<float*>(data), n, b.wire, s, factor);
-      else decode(wire_.data(), reinterpret_cast<double*>(data), n, b.wire, s, factor);
-    } else if (opt_.average && p > 1) {
-      scale(data, n, b.type, factor);
-    }
-    if (packed) unpack(b, data);
+    run_plain<coll>(bi, b);
   }
+
+  // Throws autosync::error naming the bucket when bucket bi is not one of a group with policies
+  // (Arch, Topo, Comp): another step kind, topology (where it matters) or compressor, or a wire
+  // dtype that is not the codec's.
+  template <class Arch, class Topo, class Comp>
+  static void check_bucket(const plan_bucket& b, std::uint32_t bi) {
+    using cod = codec_of<Comp>;
+    const std::string f = "buckets[" + std::to_string(bi) + "]";
+    if (architecture_of(b.kind) != Arch::value)
+      throw error(f + ".kind", std::string(name_of(b.kind)) + " is not the group's architecture " + std::string(Arch::name));
+    if (topology_matters<Arch> && !(b.topology == Topo::value))
+      throw error(f + ".topology", "the bucket's topology is not the group's " + std::string(Topo::name));
+    if (!is_extension_id(b.compression.id) && b.compression.id != Comp::value)
+      throw error(f + ".compression", "compressor id " + std::to_string(b.compression) + " is not the group's " + std::string(Comp::name));
+    if constexpr (cod::compresses) {
+      if (b.compressed && b.wire != cod::wire) throw error(f + ".wire", "the wire dtype is not " + std::string(Comp::name) + "'s");
+    } else if (b.compressed) {
+      throw error(f + ".compressed", std::string(Comp::name) + " has no executor codec; the bucket cannot travel compressed");
+    }
+  }
+
+ protected:
+  using run_fn = void (*)(host_bucket_runner&, std::uint32_t, std::span<const gradient>);
+  struct no_dispatch {};
+  // For runners that choose run_as<...> themselves (exec/typed_executor.hpp): no visit.
+  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o, no_dispatch) : host_bucket_runner(c, p, o, 0) {}
+
+  [[nodiscard]] const plan& compiled() const noexcept { return *plan_; }
+
+ private:
+  // Sizes the buffers (both constructors).
+  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o, int) : comms_(&c), plan_(&p), opt_(o), ext_(p) { size_buffers(p); }
+
+  template <class Arch, class Topo, class Comp>
+  static void run_fn_of(host_bucket_runner& r, std::uint32_t bi, std::span<const gradient> grads) {
+    r.template run_as<Arch, Topo, Comp>(bi, grads);
+  }
+  // The run_as<...> of bucket b's group (visit_bucket; checked against the bucket).
+  static run_fn dispatch(const plan_bucket& b, std::uint32_t bi) {
+    return visit_bucket(b, [&](auto a, auto t, auto c) -> run_fn {
+      using A = typename decltype(a)::type;
+      using T = typename decltype(t)::type;
+      using C = typename decltype(c)::type;
+      check_bucket<A, T, C>(b, bi);
+      return &run_fn_of<A, T, C>;
+    });
+  }
+
 
  private:
   unsigned char* tensor_at(std::uint32_t t, std::int64_t element) const {
@@ -183,17 +269,60 @@ class host_bucket_runner {
     }
   }
 
-  // The touched rows of a [rows x row_elems] table of element size es: rows with a non-zero byte.
-  static std::vector<std::int64_t> touched_rows(const unsigned char* buf, std::size_t rows, std::size_t row_bytes) {
-    std::vector<std::int64_t> r;
-    for (std::size_t i = 0; i < rows; ++i) {
-      const unsigned char* row = buf + i * row_bytes;
-      if (std::any_of(row, row + row_bytes, [](unsigned char c) { return c != 0; })) r.push_back(static_cast<std::int64_t>(i));
+  // The bucket's elements where the step runs: in the user's buffer (one contiguous segment, or
+  // the segments back to back in this iteration's memory), else packed into the fused buffer.
+  unsigned char* stage(const plan_bucket& b, bool& packed) {
+    unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
+    packed = data == nullptr;
+    if (packed) {
+      data = fused_.data();
+      pack(b, data);
     }
-    return r;
+    return data;
+  }
+
+  // An uncompressed bucket, in place or packed: the step in the bucket's dtype, the average, unpack.
+  // (One instantiation per collective: the codec does not change it.)
+  template <class Coll>
+  void run_plain(std::uint32_t bi, const plan_bucket& b) {
+    bool packed = false;
+    unsigned char* data = stage(b, packed);
+    const int p = comms_->world.size();
+    if (b.hooked) {  // registered codecs (exec/extension_codecs.hpp): encode before the collective ...
+      const registry::wire_view w = ext_.encode(bi, data, static_cast<std::size_t>(b.elements), b.type, p);
+      plan_bucket wb = b;  // the collective runs on the codec's wire: its element count and dtype
+      wb.elements = static_cast<std::int64_t>(w.elements);
+      Coll::run(*comms_, wb, w.data, w.type);
+      ext_.decode(bi, w, p);  // ... and decode after it
+    } else {
+      Coll::run(*comms_, b, data, b.type);
+    }
+    if (opt_.average && p > 1) scale(data, static_cast<std::size_t>(b.elements), b.type, 1.0 / p);
+    if (packed) unpack(b, data);
+  }
+
+  // A compressed bucket: encode (error feedback in residual_[bi]), the step in the wire dtype,
+  // decode (with the average), unpack.
+  template <class Coll, class Codec>
+  void run_coded(std::uint32_t bi, const plan_bucket& b) {
+    bool packed = false;
+    unsigned char* data = stage(b, packed);
+    const auto n = static_cast<std::size_t>(b.elements);
+    const int p = comms_->world.size();
+    const double s = Codec::scale(p);
+    const std::span<std::uint16_t> wire(wire_.data(), n);
+    const std::span<double> residual(residual_[bi]);  // empty: no error feedback
+    if (b.type == dtype::f32) Codec::encode(std::span<const float>(reinterpret_cast<const float*>(data), n), wire, residual, s);
+    else Codec::encode(std::span<const double>(reinterpret_cast<const double*>(data), n), wire, residual, s);
+    Coll::run(*comms_, b, reinterpret_cast<unsigned char*>(wire_.data()), Codec::wire);
+    const double factor = opt_.average ? 1.0 / p : 1.0;
+    if (b.type == dtype::f32) Codec::decode(std::span<const std::uint16_t>(wire), std::span<float>(reinterpret_cast<float*>(data), n), s, factor);
+    else Codec::decode(std::span<const std::uint16_t>(wire), std::span<double>(reinterpret_cast<double*>(data), n), s, factor);
+    if (packed) unpack(b, data);
   }
 
   // An uncompressed bucket on the tensors where they lie (direct_[bi]): no pack, no unpack.
+  template <class Coll>
   void run_direct(const plan_bucket& b) {
     segmented& sv = segs_;
     sv = segmented(b.type);
@@ -202,14 +331,8 @@ class host_bucket_runner {
       else
         for (std::int64_t k = 0; k < sg.blocks; ++k) sv.append(tensor_at(sg.tensor, sg.offset + k * sg.stride), static_cast<std::size_t>(sg.block));
     }
-    auto& c = *comms_;
-    if (b.kind == step_kind::all_reduce) {
-      all_reduce(c, sv, b.topology);
-    } else {
-      reduce_scatter(c, sv, b.topology);
-      all_gather(c, sv, b.topology);
-    }
-    const int p = c.world.size();
+    Coll::run(*comms_, b, sv);
+    const int p = comms_->world.size();
     if (opt_.average && p > 1)
       sv.for_each(0, sv.total(), [&](unsigned char* at, std::size_t n) { scale(at, n, b.type, 1.0 / p); });
   }
@@ -223,6 +346,7 @@ class host_bucket_runner {
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback
   std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)
   segmented segs_;                                // the runs of the bucket in flight
+  std::vector<run_fn> ops_;                       // per bucket: run_as<...> of its group (runtime path)
   extension_codecs ext_;                          // per bucket: registered codecs (hooked buckets)
 };
 

@@ -16,7 +16,7 @@
 //   group_desc g;  g.topology = {hierarchical, ring, tree};
 //   visit_slot<slot::topology>(g, [](auto t) {
 //     using T = typename decltype(t)::type;           // topo::hierarchical<topo::ring, topo::tree>
-//     return run_allreduce<T>(...);                    // instantiated for each of the 12
+//     return exec::collective<arch::all_reduce, T>::run(...);   // instantiated for each of the 12
 //   });
 //
 // visit<Slots...>(group, f) nests over several slots and calls
@@ -39,6 +39,11 @@
 //
 // Combinations that break a cross-slot rule (registry/rules.hpp: e.g. parameter_server with
 // tree) are not instantiated; visiting one throws autosync::error naming the field.
+//
+// The executor uses this: exec/host_buckets.hpp's visit_bucket visits a plan bucket's
+// architecture, topology and compression once per group, when a bucket runner is built, and
+// keeps the run_as<Arch, Topo, Comp> instantiation (exec::collective, exec::codec) its buckets run.
+//
 // Every branch of f must return the same type. Each visit instantiates f once per policy (the
 // product over the named slots for visit<...>: all five slots are 4*2*12*3*2 = 576), so name
 // only the slots the code needs.

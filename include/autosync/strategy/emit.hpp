@@ -17,6 +17,7 @@
 //       autosync::sched::fifo>;
 //   using group_1 = autosync::strategy<autosync::arch::parameter_server, autosync::part::even<4, 1>, ...>;
 //   using groups = autosync::type_list<group_0, group_1>;
+//   using strategy_t = autosync::static_strategy<group_0, group_1>;   (strategy/emit_typed.hpp)
 //   inline constexpr std::int32_t shard_groups_1[] = {0, 1};
 //   inline constexpr std::array<autosync::static_assignment, 2> assignments{{
 //       {"fc.weight", 0, 0, {}},
@@ -29,12 +30,14 @@
 // with the name in a comment). Registered compressors and extension slots (registry/extensions.hpp)
 // are spelled by their entry's cpp_type, and the header includes each entry's `header`.
 // autosync::to_descriptor<my::sync::groups>(my::sync::assignments, my::sync::name) gives the
-// strategy_desc back, equal to the one emitted.
+// strategy_desc back, equal to the one emitted; exec::typed_executor<my::sync::strategy_t, B> runs
+// it with no runtime dispatch (exec/typed_executor.hpp).
 #pragma once
 
 #include <autosync/error.hpp>
 #include <autosync/policy/pack.hpp>
 #include <autosync/strategy/descriptor.hpp>
+#include <autosync/strategy/emit_typed.hpp>
 #include <autosync/strategy/static_strategy.hpp>
 
 #include <algorithm>
@@ -199,6 +202,7 @@ inline void check_namespace(std::string_view ns) {
   h += "\nusing groups = autosync::type_list<";
   for (std::size_t i = 0; i < s.groups.size(); ++i) h += (i ? ", group_" : "group_") + std::to_string(i);
   h += ">;\n\n";
+  h += detail::emit::typed_section(s.groups.size());  // strategy_t: strategy/emit_typed.hpp
   for (std::size_t i = 0; i < s.assignments.size(); ++i) {
     const auto& a = s.assignments[i];
     if (!a.split()) continue;

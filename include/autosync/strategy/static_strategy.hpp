@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace autosync {
@@ -58,12 +59,38 @@ constexpr std::vector<group_desc> describe_all(type_list<Gs...>) {
 template <std::size_t I>
 using compression_at = typename detail::type_at<I, comp::all>::type;
 
+// A whole strategy's group policies as one type: what an emitted header names `strategy_t`
+// (using strategy_t = autosync::static_strategy<group_0, group_1, ...>). Group i is group<i>;
+// exec::typed_executor<strategy_t, Backend> runs each group's buckets with the collective and
+// codec of group<i>'s policies, with no runtime dispatch.
+template <class... Groups>
+struct static_strategy {
+  static_assert((StrategyType<Groups> && ...),
+                "autosync::static_strategy<Groups...>: every group must be an autosync::strategy<...> (a group's policy pack)");
+  using groups = type_list<Groups...>;
+  static constexpr std::size_t size = sizeof...(Groups);
+  template <std::size_t I>
+  using group = typename detail::type_at<I, groups>::type;
+};
+
+namespace detail {
+template <class T>
+struct is_static_strategy : std::false_type {};
+template <class... Gs>
+struct is_static_strategy<static_strategy<Gs...>> : std::true_type {};
+}  // namespace detail
+
+template <class S>
+concept StaticStrategy = detail::is_static_strategy<S>::value;
+
 // The runtime strategy a list of group types and a table of assignments stand for.
+// Groups: a type_list of group types, or a static_strategy.
 template <class Groups, std::size_t N>
 [[nodiscard]] constexpr strategy_desc to_descriptor(const std::array<static_assignment, N>& assignments, std::string_view name = {}) {
   strategy_desc s;
   s.name = std::string(name);
-  s.groups = detail::describe_all(Groups{});
+  if constexpr (StaticStrategy<Groups>) s.groups = detail::describe_all(typename Groups::groups{});
+  else s.groups = detail::describe_all(Groups{});
   s.assignments.reserve(N);
   for (const auto& a : assignments)
     s.assignments.push_back(assignment{std::string(a.tensor), a.group, a.split_axis,

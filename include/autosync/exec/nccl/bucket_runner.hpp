@@ -30,7 +30,9 @@
 //                 the step in f16/bf16, one decode+unpack kernel (average fused)
 //   steps         all_reduce(topology) | reduce_scatter + all_gather | ps reduce + broadcast |
 //                 sparse: a dense all-reduce of the bucket (untouched rows are zero on every rank:
-//                 the host path's sums) — exec/nccl/collectives.hpp
+//                 the host path's sums) — exec/nccl/collectives.hpp. Each group's step is
+//                 exec::collective<Arch, Topo> of its policies and its wire scale codec<Comp>'s,
+//                 selected once when the runner is built (visit_bucket, exec/host_buckets.hpp)
 //
 // NCCL's algorithm is the plan's topology: when every rank's NCCL loaded autosync's tuner plugin,
 // the runner makes one duplicate of the world communicator per flat topology of the plan's
@@ -47,8 +49,11 @@
 #pragma once
 
 #include <autosync/error.hpp>
+#include <autosync/exec/codec.hpp>
+#include <autosync/exec/collective.hpp>
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/executor.hpp>
+#include <autosync/exec/host_buckets.hpp>
 #include <autosync/exec/nccl/communicator.hpp>
 #include <autosync/exec/nccl/collectives.hpp>
 #include <autosync/exec/nccl/device_kernels.hpp>
@@ -98,6 +103,12 @@ class bucket_runner {
       }
     }
     first_row_.push_back(static_cast<int>(rows.size()));
+    // each group's step and wire scale, selected by its policy types once (exec/host_buckets.hpp
+    // visit_bucket): exec::collective<Arch, Topo> on comms<nccl_backend>, exec::codec<Comp>
+    for (const auto& b : p.buckets) {
+      if (b.group >= of_group_.size()) of_group_.resize(b.group + 1);
+      if (of_group_[b.group].step == nullptr) of_group_[b.group] = select(b, w.size());
+    }
     rows_ = alloc<ew::segment_row>(rows.size(), "segment table");
     // on the backend's stream, then waited: a memcpy/memset on the legacy default stream is not
     // ordered with a non-blocking compute stream, whose first bucket could read unset memory
@@ -222,7 +233,7 @@ class bucket_runner {
       a.wire = wire_.get() + k * wire_n_;
       a.residual = opt_.error_feedback ? residual_.get() + residual_at_[bi] : nullptr;
       a.wire_type = b.wire;
-      a.scale = wire_scale(b.wire, p);
+      a.scale = of_group_[b.group].scale;  // codec<Comp>::scale(p): wire_scale(b.wire, p)
       w.check_cuda(k_.pack_encode(a, st), "pack_encode");
       step(on, b, a.wire, n, b.wire);
       a.factor = factor;
@@ -351,17 +362,25 @@ class bucket_runner {
     return base;
   }
 
-  void step(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t n, dtype t) {
-    switch (b.kind) {
-      case step_kind::all_reduce: exec::all_reduce(c, buf, n, t, b.topology); break;
-      case step_kind::sharded:
-        exec::reduce_scatter(c, buf, n, t, b.topology);
-        exec::all_gather(c, buf, n, t, b.topology);
-        break;
-      case step_kind::parameter_server: exec::ps_push_pull(c, buf, n, t, b.server_rank, b.local); break;
-      case step_kind::sparse_all_gather: c.world.all_reduce(buf, n, t); break;
-    }
+  // A group's step (collective<Arch, Topo>: NCCL's overloads of exec/nccl/collectives.hpp for the
+  // topology's value; a sparse bucket is one dense all-reduce) and its codec's wire scale.
+  struct group_ops {
+    void (*step)(comms<nccl_backend>&, const plan_bucket&, void*, dtype) = nullptr;
+    double scale = 1.0;
+  };
+  template <class Arch, class Topo>
+  static void step_as(comms<nccl_backend>& c, const plan_bucket& b, void* buf, dtype t) {
+    collective<Arch, Topo>::run(c, b, static_cast<unsigned char*>(buf), t);
   }
+  static group_ops select(const plan_bucket& b, int ranks) {
+    return visit_bucket(b, [&](auto a, auto t, auto c) -> group_ops {
+      using cod = codec_of<typename decltype(c)::type>;
+      double s = 1.0;
+      if constexpr (cod::compresses) s = cod::scale(ranks);
+      return {&step_as<typename decltype(a)::type, typename decltype(t)::type>, s};
+    });
+  }
+  void step(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t, dtype t) { of_group_[b.group].step(c, b, buf, t); }
 
   comms<nccl_backend>* c_;
   const plan* plan_;
@@ -381,6 +400,7 @@ class bucket_runner {
   device_ptr<double> residual_;
   std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, event_destroy> ready_;
   std::vector<void*> uploaded_;
+  std::vector<group_ops> of_group_;  // per group: its step and wire scale
 };
 
 }  // namespace autosync::exec::nccl
