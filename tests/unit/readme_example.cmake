@@ -1,7 +1,7 @@
-# The README's "Use it in your trainer" example is examples/12_session_trainer.cpp, quoted whole:
-# the ```cpp block after the line "<!-- examples/12_session_trainer.cpp ..." must equal the file,
+# The README's "Use it in your trainer" example is examples/13_session_trainer.cpp, quoted whole:
+# the ```cpp block after the line "<!-- examples/13_session_trainer.cpp ..." must equal the file,
 # byte for byte, and stay within 30 lines (ctest readme.trainer_example, label unit).
-# Run as: cmake -DREADME=<README.md> -DEXAMPLE=<examples/12_session_trainer.cpp> -P readme_example.cmake
+# Run as: cmake -DREADME=<README.md> -DEXAMPLE=<examples/13_session_trainer.cpp> -P readme_example.cmake
 cmake_minimum_required(VERSION 3.25)
 foreach(v README EXAMPLE)
   if(NOT DEFINED ${v})

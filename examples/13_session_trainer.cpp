@@ -1,4 +1,4 @@
-// 12 — the smallest trainer: autosync::session on MPI (README: "Use it in your trainer").
+// 13 — the smallest trainer: autosync::session on MPI (README: "Use it in your trainer").
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/session_impl.hpp>    // the session's definitions: in one .cpp of the program
 #include <autosync/session_search.hpp>  // rank 0 searches (or pass a strategy_file / strategy_desc)
