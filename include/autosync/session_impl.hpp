@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,12 @@ template <exec::Backend B>
   return out;
 }
 
+// Tensor names looked up without building a std::string.
+struct name_hash {
+  using is_transparent = void;
+  [[nodiscard]] std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 // Every rank's failure flag; the lowest failing rank (-1: none). Collective over `w`.
 template <exec::Backend B>
 [[nodiscard]] int first_failure(B& w, bool failed) {
@@ -81,7 +88,7 @@ struct session<B>::impl {
   strategy_desc strategy;
   session_options opt;
   int rank = 0, p = 1, rpn = 1;
-  std::unordered_map<std::string, std::size_t> index;  // tensor name -> model index
+  std::unordered_map<std::string, std::size_t, detail::session::name_hash, std::equal_to<>> index;  // tensor name -> model index
   exec::comms<B> comms;
   std::optional<exec::executor<B>> ex;
   std::size_t nbuckets = 0;
@@ -234,7 +241,7 @@ void session<B>::ready(std::size_t t) {
 template <exec::Backend B>
 void session<B>::ready(std::string_view name) {
   impl& d = *p_;
-  const auto it = d.index.find(std::string(name));
+  const auto it = d.index.find(name);
   if (it == d.index.end())
     throw error("tensor", "rank " + std::to_string(d.rank) + ": ready(\"" + std::string(name) + "\"): model '" + d.model.name +
                               "' has no tensor named '" + std::string(name) + "'");
@@ -295,7 +302,7 @@ template <exec::Backend B>
 B& session<B>::communicator() noexcept { return p_->comms.world; }
 template <exec::Backend B>
 std::size_t session<B>::tensor_index(std::string_view name) const {
-  const auto it = p_->index.find(std::string(name));
+  const auto it = p_->index.find(name);
   if (it == p_->index.end())
     throw error("tensor", "rank " + std::to_string(p_->rank) + ": model '" + p_->model.name + "' has no tensor named '" + std::string(name) + "'");
   return it->second;

@@ -88,7 +88,7 @@ TEST_CASE("made_for: check_made_for names the field and both sides") {
   check_made_for(stamp, "s", c, 4, 4);  // matches: no throw
   CHECK(thrown([&] { check_made_for(stamp, "s", zoo::local(8), 8, 8); }) ==
         "'made_for.cluster': strategy 's' was made for cluster 'local-4'; this run's cluster is 'local-8' (search again for this "
-        "cluster, or run with --cluster 'local-4')");
+        "cluster, or run on cluster 'local-4')");
   CHECK(thrown([&] { check_made_for(stamp, "s", c, 8, 8); }) ==
         "'made_for.world_size': strategy 's' was made for 4 ranks (cluster 'local-4', 4 ranks, 4 per node); this job has 8 ranks");
   CHECK(thrown([&] { check_made_for(stamp, "s", c, 4, 2); }) ==

@@ -106,7 +106,7 @@ inline void check_made_for(const made_for_info& stamp, std::string_view name, co
                             std::to_string(stamp.ranks_per_node) + " per node";
   if (stamp.cluster != c.name)
     throw error("made_for.cluster", who + "cluster '" + stamp.cluster + "'; this run's cluster is '" + c.name +
-                                        "' (search again for this cluster, or run with --cluster '" + stamp.cluster + "')");
+                                        "' (search again for this cluster, or run on cluster '" + stamp.cluster + "')");
   if (stamp.world_size != world_size)
     throw error("made_for.world_size", who + std::to_string(stamp.world_size) + " ranks (" + where + "); this job has " +
                                            std::to_string(world_size) + " ranks");
