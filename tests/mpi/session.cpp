@@ -6,12 +6,15 @@
 //     with what it was made for, and it runs with exact averages;
 //   - on_bucket_done: once per bucket per iteration, the bucket's tensors as the plan has them, and
 //     every tensor reported completed exactly once, when every element of it is already final;
+//   - learn::record_trial: every rank's figures gathered, the maxima, the session's cluster,
+//     layout and strategy; a rank with another iteration count named;
 //   - errors: a strategy made for another cluster, world size, layout or fingerprint (the field and
 //     both values), a missing strategy file (every rank throws rank 0's error), ready() of an
 //     unknown name and twice, finish() before every ready() (the missing tensors named) — each
 //     naming the rank.
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/io/json/strategy.hpp>
+#include <autosync/learn/record_trial.hpp>
 #include <autosync/session_impl.hpp>
 #include <autosync/session_search.hpp>
 #include <autosync/zoo/clusters.hpp>
@@ -317,4 +320,52 @@ TEST_CASE("session: ready() of an unknown name or twice, finish() before every r
     s.ready("big");
     CHECK_THROWS_WITH(s.finish(), "'ready': " + rank + "finish() before ready() of 4 tensors: 'l0.b', 'l1.w', 'l1.b', 'out.w'");
   }
+}
+
+TEST_CASE("learn::record_trial: every rank's timings gathered into the session's trial record") {
+  auto world = mpi_backend::world();
+  const int p = world.size(), r = world.rank();
+  const auto m = net();
+  session s(world, m, uniform_strategy(m, ring_group(8 << 10), "ring-8k"));
+  std::vector<learn::step_measure> mine;
+  for (int it = 0; it < 3; ++it) {
+    grads g(m, r);
+    const auto t = step(s, g, false);
+    // made-up figures that say which rank and iteration they are from
+    mine.push_back({t.sync, 1.0 + r + 10.0 * it, 100.0 + r + 10.0 * it});
+  }
+  learn::trial_context ctx;
+  ctx.settings = {1, 0.0, 7};
+  ctx.autosync_version = "test";
+  const auto rec = learn::record_trial(s, mine, ctx);
+  rec.validate();
+  CHECK_EQ(rec.model.spec.name, "net");
+  CHECK(rec.model.zoo.empty());
+  CHECK_EQ(rec.cluster.name, "local-" + std::to_string(p));
+  CHECK_EQ(rec.ranks_per_node, p);
+  CHECK(rec.strategy == s.strategy());
+  CHECK_EQ(rec.settings.seed, 7u);
+  CHECK_EQ(rec.environment.ranks, p);
+  CHECK(rec.predicted_iteration > 0.0);
+  REQUIRE(rec.iterations.size() == 3u);
+  for (std::size_t it = 0; it < 3; ++it) {
+    CONTEXT("iteration " << it);
+    const auto& i = rec.iterations[it];
+    REQUIRE(i.rank_exposed.size() == static_cast<std::size_t>(p));
+    for (int q = 0; q < p; ++q) {
+      CHECK_EQ(i.rank_exposed[static_cast<std::size_t>(q)], 1.0 + q + 10.0 * static_cast<double>(it));
+      CHECK_EQ(i.rank_iteration[static_cast<std::size_t>(q)], 100.0 + q + 10.0 * static_cast<double>(it));
+    }
+    CHECK_EQ(i.exposed, 1.0 + (p - 1) + 10.0 * static_cast<double>(it));  // the slowest rank
+    CHECK_EQ(i.iteration, 100.0 + (p - 1) + 10.0 * static_cast<double>(it));
+  }
+  // the same iterations on every rank (the timestamp and host may differ): rank 0's, compared
+  std::string figures;
+  for (const auto& i : rec.iterations)
+    for (std::size_t q = 0; q < i.rank_iteration.size(); ++q) figures += std::to_string(i.rank_exposed[q]) + "/" + std::to_string(i.rank_iteration[q]) + " ";
+  CHECK_EQ(rank0_text(world, figures), figures);
+  // a rank that measured another number of iterations is named
+  std::vector<learn::step_measure> uneven(r == p - 1 ? 2 : 3);
+  CHECK_THROWS_WITH((void)learn::record_trial(s, uneven, ctx), "'rank " + std::to_string(p - 1) + "': record_trial: rank " +
+                                                                  std::to_string(p - 1) + " measured 2 iterations, rank 0 3");
 }
