@@ -8,19 +8,20 @@
 // = rank mod the devices of the node), the same synthetic data (Gaussian inputs labelled by a
 // fixed random linear teacher) and the same initial weights. Each step it runs forward and
 // backward on its 1/p of the global batch on a compute stream; as each layer's gradient kernel
-// is enqueued, backward calls executor.ready(tensor), and the NCCL executor starts the buckets
-// whose gradients are done on its own stream (an event orders it after the gradient kernels),
+// is enqueued, backward calls session.ready(tensor), and the session (autosync::session on
+// exec::nccl_backend) starts the buckets whose gradients are done on its own stream (an event orders it after the gradient kernels),
 // so the last layers' buckets travel while the first layers compute. The gradients live in one
 // flat device buffer in model order, so buckets of adjacent tensors run in place (no packing).
-// The strategy is what search::optimize finds for the MLP on `--ranks-per-node` H100s per node
-// (the DGX H100 node of zoo/clusters.hpp), or the one of --strategy. Rank 0 prints the loss
+// The strategy is what search::optimize finds on rank 0 for the MLP on `--ranks-per-node` H100s
+// per node (the DGX H100 node of zoo/clusters.hpp), or the one of --strategy, read by rank 0; the
+// session broadcasts it over NCCL (host memory, staged) and builds the plan and the executor. Rank 0 prints the loss
 // curve and the sync timings. The CUDA half is 11_nccl_trainer_kernels.cu.
 #include <autosync/cost/estimate.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/nccl/backend.hpp>
-#include <autosync/exec/plan.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/search/optimizer.hpp>
+#include <autosync/session_impl.hpp>
 #include <autosync/zoo/clusters.hpp>
 
 #include "trainer_args.hpp"
@@ -116,9 +117,8 @@ int main(int argc, char** argv) {
   using namespace autosync::exec;
   int rank = 0;
   try {
-    mpi_session session(argc, argv);
-    auto boot = mpi_backend::world();
-    auto stats = mpi_backend::world();  // the loss curve's communicator (host numbers)
+    mpi_session mpi(argc, argv);
+    auto boot = mpi_backend::world();  // MPI starts NCCL, then carries the loss curve (host numbers)
     rank = boot.rank();
     const int p = boot.size();
     const args a = parse(argc, argv);
@@ -136,35 +136,40 @@ int main(int argc, char** argv) {
     cluster_spec cluster = zoo::dgx_h100(p / rpn);
     for (auto& n : cluster.nodes) n.devices = rpn;
 
-    strategy_desc strategy;
-    if (a.strategy_file.empty()) {
-      const search::options so;  // deterministic (counted budgets): every rank finds the same strategy
-      strategy = search::optimize(model, cluster, so).strategy;
-    } else {
-      strategy = io::load_strategy_file(a.strategy_file, model, cluster);
-    }
-    if (a.fp16)
-      for (auto& g : strategy.groups) g.compression = comp::fp16::value;
-    strategy.validate(model, cluster);
-    const auto predicted = cost::estimate(model, cluster, strategy);
-
     // NCCL: the unique id travels over MPI; the executor's communicators are NCCL's
     auto world = nccl_backend::bootstrap(boot, device);
     world.set_job_abort([](std::string_view) { MPI_Abort(MPI_COMM_WORLD, 1); });
     cudaStream_t compute = nullptr;
     cuda_ok(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
     world.set_compute_stream(compute);
-    auto c = comms<nccl_backend>::make(std::move(world), rpn);
-    executor_options eo;
-    eo.average = true;
-    executor<nccl_backend> ex(c, model, compile_plan(model, cluster, strategy, layout{p, rpn}), eo);
-    ex.setup();
+    // rank 0 finds (or reads) the strategy; the session broadcasts it, checks it, builds the plan
+    // and the executor on a duplicate of `world`, and averages (reduction::average)
+    const strategy_source source(
+        "the strategy",
+        [&](const model_spec& m, int world_size, int ranks_per_node) {
+          strategy_desc s;
+          if (a.strategy_file.empty()) {
+            s = search::optimize(m, cluster, search::options{}).strategy;  // deterministic (counted budgets)
+            s.made_for = made_for_of(cluster, world_size, ranks_per_node);
+          } else {
+            s = io::load_strategy_file(a.strategy_file);
+          }
+          if (a.fp16)
+            for (auto& g : s.groups) g.compression = comp::fp16::value;
+          return s;
+        },
+        cluster);
+    session_options so;
+    so.ranks_per_node = rpn;
+    session sync(world, model, source, so);
+    const auto& strategy = sync.strategy();
+    const auto predicted = cost::estimate(model, cluster, strategy);
 
     if (rank == 0) {
       std::printf("MLP 64-128-128-10 (%lld parameters), %d ranks (%d per node) on GPUs, global batch %ld, lr %g%s\n",
                   static_cast<long long>(model.total_elements()), p, rpn, a.batch, static_cast<double>(a.lr), a.fp16 ? ", fp16" : "");
       std::printf("strategy (%s, %zu groups, %zu buckets; predicted sync exposed %.1f us):\n%s\n", strategy.name.c_str(), strategy.groups.size(),
-                  ex.compiled().buckets.size(), predicted.exposed * 1e6, io::to_json_text(strategy).c_str());
+                  sync.buckets(), predicted.exposed * 1e6, io::to_json_text(strategy).c_str());
     }
 
     // parameters and gradients: one flat buffer each, in model order
@@ -220,7 +225,7 @@ int main(int argc, char** argv) {
     double* loss = device_alloc<double>(1);
 
     const int every = std::max(1, a.steps / 15);
-    double sync = 0.0, exposed = 0.0;
+    double sync_s = 0.0, exposed = 0.0;
     for (int k = 0; k < a.steps; ++k) {
       const long first = ((static_cast<long>(k) * a.batch) % rows) + rank * B;  // my shard of this global batch
       act[0] = dX + first * 64;
@@ -230,21 +235,21 @@ int main(int argc, char** argv) {
         cuda_ok(ex11::linear_forward(act[l], params + offset[2 * l], params + offset[2 * l + 1], act[l + 1], static_cast<int>(B), widths[l], widths[l + 1],
                                      l + 1 < L, compute),
                 "forward");
-      ex.begin_iteration(gviews);
+      sync.begin(gviews);
       cuda_ok(ex11::softmax_xent(act[L], labels, dact[L], loss, static_cast<int>(B), widths[L], 1.0f / static_cast<float>(B), compute), "loss");
       for (std::size_t l = L; l-- > 0;) {
         cuda_ok(ex11::linear_backward_params(dact[l + 1], act[l], grads + offset[2 * l], grads + offset[2 * l + 1], static_cast<int>(B), widths[l],
                                              widths[l + 1], compute),
                 "backward");
-        ex.ready(2 * l);      // the gradient kernels of this layer are enqueued: its buckets may go
-        ex.ready(2 * l + 1);
+        sync.ready(2 * l);      // the gradient kernels of this layer are enqueued: its buckets may go
+        sync.ready(2 * l + 1);
         if (l > 0)
           cuda_ok(ex11::linear_backward_input(dact[l + 1], params + offset[2 * l], act[l], dact[l], static_cast<int>(B), widths[l], widths[l + 1],
                                               compute),
                   "backward");
       }
-      const auto t = ex.finish();  // averaged gradients, on the device
-      sync += t.sync;
+      const auto t = sync.finish();  // averaged gradients, on the device
+      sync_s += t.sync;
       exposed += t.exposed;
       cuda_ok(ex11::sgd(params, grads, static_cast<long>(total), a.lr, compute), "sgd");
       if (k % every == 0 || k + 1 == a.steps) {
@@ -252,13 +257,13 @@ int main(int argc, char** argv) {
         cuda_ok(cudaMemcpyAsync(&l, loss, sizeof l, cudaMemcpyDeviceToHost, compute), "loss");
         cuda_ok(cudaStreamSynchronize(compute), "loss");
         l /= static_cast<double>(B);  // the mean over my shard
-        stats.all_reduce(&l, 1, dtype::f64);
+        boot.all_reduce(&l, 1, dtype::f64);
         if (rank == 0) std::printf("step %5d  loss %.4f\n", k, l / p);
       }
     }
     cuda_ok(cudaStreamSynchronize(compute), "end");
     if (rank == 0)
-      std::printf("rank 0: sync %.1f us, exposed %.1f us per step (mean over %d steps)\n", sync / a.steps * 1e6, exposed / a.steps * 1e6, a.steps);
+      std::printf("rank 0: sync %.1f us, exposed %.1f us per step (mean over %d steps)\n", sync_s / a.steps * 1e6, exposed / a.steps * 1e6, a.steps);
     for (std::size_t l = 1; l <= L; ++l) {
       cudaFree(act[l]);
       cudaFree(dact[l]);

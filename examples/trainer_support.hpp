@@ -22,7 +22,7 @@
 //
 //   global batch k: rows [k*B, (k+1)*B) of the dataset (mod N)   B % p == 0
 //   rank r: rows k*B + [r*B/p, (r+1)*B/p)   forward, mean loss over its B/p rows
-//   executor.begin_iteration(grads); backward, ready() per tensor; finish()  (average: the mean
+//   session.begin(grads) (or executor.begin_iteration); backward, ready() per tensor; finish()  (average: the mean
 //   of p equal-size shard means is the global batch mean)
 //   every rank: W -= lr * grad  (the same averaged gradient everywhere: the replicas stay equal)
 //
@@ -305,7 +305,8 @@ struct shard_rows {
 
 // One data-parallel SGD step of `net` at step `k`: forward on this rank's shard, backward with
 // ready() into `ex` (an executor compiled for mlp_model(widths, global_batch / world) with
-// options.average), the step. Returns this rank's mean loss before the update.
+// options.average, or an autosync::session, which averages by default), the step. Returns this
+// rank's mean loss before the update.
 template <class Executor>
 double train_step(Executor& ex, mlp& net, const dataset& d, const sgd_options& o, std::int64_t k, int rank, int world,
                   iteration_timing* timing = nullptr) {
@@ -313,7 +314,8 @@ double train_step(Executor& ex, mlp& net, const dataset& d, const sgd_options& o
   const auto s = rows_of(d, o, k, rank, world);
   const double loss = net.forward(d.x, d.y, s.first, s.count);
   const auto grads = net.gradients();
-  ex.begin_iteration(std::span<const gradient>(grads));
+  if constexpr (requires { ex.begin(std::span<const gradient>(grads)); }) ex.begin(std::span<const gradient>(grads));  // autosync::session
+  else ex.begin_iteration(std::span<const gradient>(grads));                                                            // exec::executor
   net.backward([&](std::size_t t) { ex.ready(t); }, o.loss_scale);
   const auto t = ex.finish();
   if (timing) *timing = t;

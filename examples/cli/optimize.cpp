@@ -73,7 +73,11 @@ int run_optimize(const optimize_opts& o) {
   const auto r = search::optimize(m, c, opt);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
 
-  if (!o.out.empty()) write_file(o.out, io::to_json(r.strategy).dump(2) + "\n", "strategy");
+  if (!o.out.empty()) {  // stamped with the cluster and layout it was searched for (`run` checks it)
+    auto stamped = r.strategy;
+    stamped.made_for = made_for_of(c);
+    write_file(o.out, io::to_json(stamped).dump(2) + "\n", "strategy");
+  }
   if (!o.header.empty()) write_file(o.header, emit_header(r.strategy, "autosync_strategy"), "header");
   if (!o.in.timeline.empty()) {
     const auto p = cost::estimate(m, c, r.strategy, cost::options{.timeline = true});

@@ -1,18 +1,20 @@
-// `autosync run`: execute a strategy for real on the MPI ranks (exec::executor on
+// `autosync run`: execute a strategy for real on the MPI ranks (autosync::session on
 // exec::mpi_backend) and record what it measured.
 //
-//   every rank: load model, cluster (default local-<N>), strategy ─> compile_plan ─> setup()
+//   every rank: load model, cluster (default local-<N>); the session: rank 0 reads the strategy,
+//     broadcasts it, every rank checks it against the model and what it was made for (cluster,
+//     fingerprint, ranks, ranks per node) and compiles the plan; the executor's handshake
 //     per iteration: synthetic integer gradients (exec/synthetic.hpp); simulated forward;
 //       backward in ready order (sleep backward_flops / device_flops x compute-scale, then
-//       ready(t)); finish()
+//       ready(t)); finish() (reduction::sum: the sums are checked)
 //     iteration 1: every rank checks the exact sum of every element (integers: exact in
 //       f32/f64/f16/bf16), a wrong sum stops every rank
-//   rank 0: gathers sync / exposed / iteration time of every rank and iteration, prints the
-//     table and cost::estimate's prediction, appends a trial record (learn/run_record.hpp)
+//   learn::record_trial gathers sync / exposed / iteration time of every rank and iteration;
+//   rank 0 prints the table and cost::estimate's prediction, appends the trial record
 //
-// Any failure on any rank (bad file, strategy that does not fit the model, wrong sum, timeout)
-// is agreed on before the ranks go on, so every rank exits with 1 and none hangs. A build
-// without MPI answers `run` with an error (exit 1).
+// Any failure on any rank (bad file, strategy that does not fit the model or was made for another
+// cluster or layout, wrong sum, timeout) is agreed on before the ranks go on, so every rank exits
+// with 1 and none hangs. A build without MPI answers `run` with an error (exit 1).
 #include "cli.hpp"
 
 #include <cstdint>
@@ -22,15 +24,14 @@
 #ifdef AUTOSYNC_HAS_MPI
 #include "mpi.hpp"
 
-#include <autosync/cost/estimate.hpp>
-#include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/mpi/job.hpp>
-#include <autosync/exec/plan.hpp>
 #include <autosync/exec/synthetic.hpp>
 #include <autosync/io/report.hpp>
+#include <autosync/learn/record_trial.hpp>
 #include <autosync/learn/records.hpp>
 #include <autosync/learn/run_record.hpp>
+#include <autosync/session_impl.hpp>
 
 #include <mpi.h>
 
@@ -64,17 +65,15 @@ using exec::mpi_backend;
 using io::format_ms;
 
 int run_run(const run_opts& ro, program& prog) {
-  exec::mpi_session session(prog.argc, prog.argv);
+  exec::mpi_session mpi(prog.argc, prog.argv);
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
 
-  // 1. inputs: every rank loads them; any failure stops every rank
+  // 1. inputs: every rank loads the model and the cluster; any failure stops every rank
   learn::model_source src;
   cluster_spec c;
-  strategy_desc s;
   int rpn = 0;
-  exec::plan pl;
   std::vector<double> backward_s;  // per tensor: simulated backward compute on this rank
   double forward_s = 0.0;
   std::string failure;
@@ -90,18 +89,11 @@ int run_run(const run_opts& ro, program& prog) {
       src = learn::model_source::from_zoo(ro.model, ro.scale);
     }
     c = ro.cluster.empty() ? zoo::make_cluster("local-" + std::to_string(p)) : load_cluster(ro.cluster);
-    s = io::load_strategy_file(ro.strategy);
-    try {
-      s.validate(src.spec, c);
-    } catch (const error& e) {
-      throw error("strategy '" + ro.strategy + "' does not fit model '" + src.spec.name + "' on cluster '" + c.name + "': " + e.what());
-    }
     rpn = ro.ranks_per_node;
     if (rpn == 0) rpn = c.world_size() == p ? c.max_devices_per_node() : p;
     if (rpn < 1 || p % rpn != 0)
       throw error("--ranks-per-node", std::to_string(rpn) + " ranks per node do not divide the " + std::to_string(p) +
                                           " ranks of this run" + (ro.ranks_per_node == 0 ? " (from the cluster; pass --ranks-per-node)" : ""));
-    pl = exec::compile_plan(src.spec, c, s, exec::layout{p, rpn});
     // the node this rank stands for: its own when the cluster has exactly these ranks
     const int node = c.world_size() == p ? c.node_of_rank(rank) : c.node_of_rank(0);
     const double flops = c.nodes[static_cast<std::size_t>(node)].device_flops;
@@ -120,16 +112,19 @@ int run_run(const run_opts& ro, program& prog) {
   }
   if (!all_ok(failure, rank)) return 1;
 
-  // 2. the run
+  // 2. the session (every rank throws alike when the strategy cannot run here), then the run
   const auto& m = src.spec;
   const int total = ro.warmup + ro.iters;
-  std::vector<double> mine;  // per measured iteration: sync, exposed, iteration
-  std::size_t buckets = 0;
+  auto world = mpi_backend::world();
+  std::unique_ptr<session<mpi_backend>> run;
+  std::vector<learn::step_measure> mine;  // per measured iteration
   try {
-    auto cm = exec::comms<mpi_backend>::make(mpi_backend::world(), rpn);
-    exec::executor<mpi_backend> ex(cm, m, pl, {});
-    ex.setup();
-    buckets = ex.compiled().buckets.size();
+    session_options so;
+    so.cluster = c;
+    so.ranks_per_node = rpn;
+    so.reduce = reduction::sum;  // the synthetic gradients' sums are checked
+    run = std::make_unique<session<mpi_backend>>(world, m, strategy_file{ro.strategy}, so);
+    auto& s = *run;
     exec::synthetic_gradients grads(m, ro.seed);
     const auto order = m.backward_order();
     using clock = std::chrono::steady_clock;
@@ -142,56 +137,49 @@ int run_run(const run_opts& ro, program& prog) {
       const auto t0 = clock::now();
       auto deadline = t0 + secs(forward_s);
       until(deadline);
-      ex.begin_iteration(grads.gradients());
+      s.begin(grads.gradients());
       for (auto t : order) {
         deadline += secs(backward_s[t]);
         until(deadline);
-        ex.ready(t);
+        s.ready(t);
       }
-      const auto timing = ex.finish();
+      const auto timing = s.finish();
       const double iteration = std::chrono::duration<double>(clock::now() - t0).count();
       if (it == 0) {  // every rank checks the exact sums; any mismatch fails every rank
         const std::string bad = grads.first_wrong_sum(p, it);
         if (!bad.empty())  // one write: the ranks' lines do not interleave
           std::cerr << ("autosync: rank " + std::to_string(rank) + ": wrong sum after the first iteration: " + bad + "\n") << std::flush;
         std::int32_t wrong = bad.empty() ? 0 : 1;
-        cm.world.all_reduce(&wrong, 1, dtype::i32);
+        s.communicator().all_reduce(&wrong, 1, dtype::i32);
         if (wrong > 0)
-          throw error("the first iteration gave wrong sums on " + std::to_string(wrong) + " rank(s) (see above): strategy '" + s.name +
-                      "' did not synchronize the gradients correctly");
+          throw error("the first iteration gave wrong sums on " + std::to_string(wrong) + " rank(s) (see above): strategy '" +
+                      s.strategy().name + "' did not synchronize the gradients correctly");
       }
-      if (it >= ro.warmup) mine.insert(mine.end(), {timing.sync, timing.exposed, iteration});
+      if (it >= ro.warmup) mine.push_back({timing.sync, timing.exposed, iteration});
     }
   } catch (const std::exception& e) {
     failure = e.what();
   }
   if (!all_ok(failure, rank)) return 1;
 
-  // 3. rank 0 gathers, prints, records
-  std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(p) : 0);
-  MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), static_cast<int>(mine.size()), MPI_DOUBLE, 0,
-             MPI_COMM_WORLD);
+  // 3. every rank's timings gathered into the record; rank 0 prints and appends it
+  learn::trial_context ctx;
+  ctx.model = src;
+  ctx.settings = {ro.warmup, ro.compute_scale, ro.seed};
+  ctx.comm_library = exec::mpi_library_version();
+  ctx.thread_level = exec::thread_level_name(mpi.thread_level());
+  ctx.autosync_version = AUTOSYNC_VERSION;
+  const learn::trial_record rec = learn::record_trial(*run, mine, ctx);
   if (rank != 0) return 0;
-  learn::trial_record rec;
-  rec.model = src;
-  rec.cluster = c;
-  rec.ranks_per_node = rpn;
-  rec.strategy = s;
-  rec.settings = {ro.warmup, ro.compute_scale, ro.seed};
-  rec.iterations = learn::iterations_from_ranks(all, p, ro.iters);
-  const auto pred = cost::estimate(m, c, s);
-  rec.predicted_iteration = pred.iteration;
-  rec.predicted_exposed = pred.exposed;
-  rec.environment =
-      learn::host_environment(p, exec::mpi_library_version(), exec::thread_level_name(session.thread_level()), AUTOSYNC_VERSION);
+  const auto& s = rec.strategy;
 
   std::cout << "autosync run: " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
             << ") on " << c.name << ", " << p << " ranks (" << rpn << " per node); strategy '" << s.name << "': " << s.groups.size()
-            << " group(s), " << buckets << " bucket(s)\n"
+            << " group(s), " << run->buckets() << " bucket(s)\n"
             << "first iteration: every sum exact on every rank\n";
   learn::print_iterations(std::cout, rec.iterations);
-  std::cout << "predicted (cost model on " << c.name << "): iteration " << format_ms(pred.iteration) << ", exposed "
-            << format_ms(pred.exposed)
+  std::cout << "predicted (cost model on " << c.name << "): iteration " << format_ms(rec.predicted_iteration) << ", exposed "
+            << format_ms(rec.predicted_exposed)
             << (ro.compute_scale == 0.0   ? " (this run simulated no compute: --compute-scale 1 to compare iterations)"
                 : ro.compute_scale == 1.0 ? ""
                                           : " (this run scaled compute by --compute-scale)")

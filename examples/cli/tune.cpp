@@ -99,6 +99,7 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
               << "x)\n";
   if (!o.out.empty()) {
     auto s = r.best->strategy;
+    s.made_for = made_for_of(t.cluster, t.ranks, t.ranks_per_node);  // what it was measured on
     std::ofstream f(o.out, std::ios::binary);
     f << io::to_json(s).dump(1) << "\n";
     f.close();

@@ -6,7 +6,8 @@
 #      zoo model, the local-2 cluster with 2 ranks per node, 3 iterations of 2 ranks each, the
 #      maxima equal to the largest per-rank value, a prediction and the environment
 #   4. a strategy that does not fit the model (vgg16): every rank exits non-zero with a message
-#      naming the model, and nothing is appended
+#      naming the model, and nothing is appended; the strategy on another cluster (local-4): the
+#      same, the message naming 'made_for.cluster' and both clusters
 #   5. autosync calibrate (2 ranks, up to 64 KiB) writes local-2-calibrated; optimize and run
 #      (resnet50 at scale 0.1) take it with --cluster; on one rank it fails naming 'ranks'
 # Run as: cmake -DAUTOSYNC=<autosync> -DMPIEXEC=<mpiexec> [-DNP_FLAG=-np] [-DPREFLAGS=...]
@@ -104,6 +105,17 @@ execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" 
 check("a strategy for resnet50 ran on vgg16" NOT rc EQUAL 0)
 string(FIND "${out}${err}" "does not fit model 'vgg16'" at)
 check("the mismatch error names the model:\n${out}\n${err}" at GREATER -1)
+file(READ "${records}" after)
+check("the failed run changed ${records}" after STREQUAL text)
+
+# 4b. a strategy made for another cluster (s.json is stamped "made_for": local-2): every rank fails,
+#     naming the field and both clusters, and nothing is appended
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model resnet50 --cluster local-4 --iters 1
+                        --records "${records}"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("a strategy made for local-2 ran on local-4" NOT rc EQUAL 0)
+string(FIND "${out}${err}" "'made_for.cluster': strategy 'autosync' was made for cluster 'local-2'; this run's cluster is 'local-4'" at)
+check("the made_for error names the field and both clusters:\n${out}\n${err}" at GREATER -1)
 file(READ "${records}" after)
 check("the failed run changed ${records}" after STREQUAL text)
 

@@ -1,6 +1,7 @@
 # Installs autosync from SRC into WORK/prefix, then builds and runs the consumer project twice:
 # once through find_package(autosync CONFIG) against the installed tree, once through
-# add_subdirectory on the source tree. Run by ctest (test "package").
+# add_subdirectory on the source tree. Run by ctest (test "package"); with -DMPIEXEC=<mpiexec> the
+# consumer runs under it on 2 ranks.
 file(REMOVE_RECURSE ${WORK})
 set(gen -G "${GENERATOR}")
 function(run)
@@ -16,6 +17,10 @@ foreach(mode installed subdirectory)
   run(${CMAKE_COMMAND} ${gen} -S ${SRC}/tests/package -B ${WORK}/${mode} -DCMAKE_CXX_COMPILER=${CXX}
       -DCMAKE_PREFIX_PATH=${WORK}/prefix -DAUTOSYNC_CONSUME=${mode} -DAUTOSYNC_SOURCE=${SRC})
   run(${CMAKE_COMMAND} --build ${WORK}/${mode})
-  run(${WORK}/${mode}/consumer)
+  if(MPIEXEC)  # with MPI the consumer runs a session on 2 ranks (without, two copies of the plain checks)
+    run(${MPIEXEC} --oversubscribe --allow-run-as-root -np 2 ${WORK}/${mode}/consumer)
+  else()
+    run(${WORK}/${mode}/consumer)
+  endif()
   message(STATUS "consumer (${mode}) built and ran")
 endforeach()

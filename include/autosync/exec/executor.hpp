@@ -45,6 +45,12 @@
 // With options.average the sums are divided by the world size (floating buckets; integer
 // buckets are summed only).
 //
+// on_bucket_done(f): f(b) after bucket b ran, once per bucket and iteration, on the thread that
+// ran it (the communication thread, or the caller's inside finish()), never two at a time. On a
+// host backend b's segments then hold the result; a device runner returns once the bucket is
+// enqueued, so its result is final in the order of the backend's stream. An exception from f
+// fails the iteration like a failed bucket. Set it before setup() or between iterations.
+//
 // Errors: bad arguments throw autosync::error from the calling function, naming the field. A
 // failure on the communication thread (a timeout, a backend error) ends the iteration and is
 // re-thrown from finish(); the executor is then failed (the ranks may disagree about what ran)
@@ -71,6 +77,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -138,6 +145,13 @@ class executor {
   }
 
   [[nodiscard]] const plan& compiled() const noexcept { return plan_; }
+
+  // See the header comment (set before setup() or between iterations; empty: none).
+  void on_bucket_done(std::function<void(std::uint32_t)> f) {
+    std::lock_guard lk(mu_);
+    if (active_) throw error("on_bucket_done", "executor: cannot change the bucket callback during an iteration");
+    bucket_done_ = std::move(f);
+  }
   // Whether bucket b runs on the tensors where they lie (no packing; host memory only).
   [[nodiscard]] bool unpacked(std::size_t b) const {
     if constexpr (on_host) return runner_->unpacked(b);
@@ -441,6 +455,7 @@ class executor {
     runner_->run(bi, std::span<const gradient>(grads_));
     timing_.sync += seconds(clock::now() - t0);
     ++timing_.buckets;
+    if (bucket_done_) bucket_done_(bi);
   }
 
   comms<B>* comms_;
@@ -448,6 +463,7 @@ class executor {
   executor_options opt_;
   std::vector<std::string> names_;
   std::optional<runner_t> runner_;                // runs the buckets (host: built here; a device runner: in setup())
+  std::function<void(std::uint32_t)> bucket_done_;  // set between iterations only
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -72,8 +72,10 @@ struct sample {
   return (r.model.zoo.empty() ? r.model.spec.name : r.model.zoo) + "@" + r.cluster.name + buf;
 }
 
+// What the strategy does, without its name or what it was made for.
 [[nodiscard]] inline std::string strategy_key(strategy_desc s) {
   s.name.clear();
+  s.made_for.reset();
   return io::to_json(s).dump();
 }
 

@@ -15,8 +15,10 @@
 #include <autosync/policy/pack.hpp>
 #include <autosync/registry/extensions.hpp>
 #include <autosync/registry/rules.hpp>
+#include <autosync/strategy/made_for.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +94,7 @@ struct strategy_desc {
   std::string name;                        // "autosync", "ddp", "horovod-128mb", ...
   std::vector<group_desc> groups;
   std::vector<assignment> assignments;     // exactly one per model tensor
+  std::optional<made_for_info> made_for{}; // the cluster and layout it was searched for (strategy/made_for.hpp)
   friend bool operator==(const strategy_desc&, const strategy_desc&) = default;
 
   // Checks the strategy against a model and a cluster. Throws autosync::error naming the

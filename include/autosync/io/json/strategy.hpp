@@ -16,7 +16,9 @@
 //                 <extension slot>: "kind" | {"kind": ..., <parameters>}}],   (registry/extensions.hpp;
 //                                        written only when not at the slot's default)
 //              "assignments": [{"tensor": "x", "group": 0},
-//                              {"tensor": "y", "split_axis": 0, "shard_groups": [0, 1]}]}
+//                              {"tensor": "y", "split_axis": 0, "shard_groups": [0, 1]}],
+//              "made_for": {"cluster": "local-4", "fingerprint": "fnv1a64:...",            <- optional
+//                           "world_size": 4, "ranks_per_node": 4}}   (strategy/made_for.hpp)
 //
 // Writing emits the compact forms (a bare string where a policy has no number); reading
 // accepts both. from_json(to_json(s)) == s for every valid s.
@@ -236,11 +238,27 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
   return g;
 }
 
+[[nodiscard]] inline made_for_info read_made_for(const json& j) {
+  const std::string f = "made_for";
+  expect_object(j, f, "{\"cluster\": NAME, \"fingerprint\": F, \"world_size\": P, \"ranks_per_node\": G}");
+  check_keys(j, f, {"cluster", "fingerprint", "world_size", "ranks_per_node"});
+  made_for_info m;
+  m.cluster = read_string(require(j, f, "cluster"), member(f, "cluster"));
+  m.fingerprint = read_string(require(j, f, "fingerprint"), member(f, "fingerprint"));
+  m.world_size = read_int32(require(j, f, "world_size"), member(f, "world_size"));
+  m.ranks_per_node = read_int32(require(j, f, "ranks_per_node"), member(f, "ranks_per_node"));
+  if (m.world_size < 1) throw error(member(f, "world_size"), "must be >= 1, got " + std::to_string(m.world_size));
+  if (m.ranks_per_node < 1 || m.world_size % m.ranks_per_node != 0)
+    throw error(member(f, "ranks_per_node"), std::to_string(m.ranks_per_node) + " does not divide world_size " + std::to_string(m.world_size));
+  return m;
+}
+
 [[nodiscard]] inline strategy_desc read_strategy(const json& j) {
   expect_object(j, "", "a strategy");
-  check_keys(j, "", {"name", "groups", "assignments"});
+  check_keys(j, "", {"name", "groups", "assignments", "made_for"});
   strategy_desc s;
   if (const json* v = find(j, "name")) s.name = read_string(*v, "name");
+  if (const json* v = find(j, "made_for")) s.made_for = read_made_for(*v);
   const json& gs = require(j, "", "groups");
   expect_array(gs, "groups");
   for (std::size_t i = 0; i < gs.size(); ++i) s.groups.push_back(read_group(gs[i], element("groups", i)));
@@ -337,6 +355,9 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
     as.push_back(std::move(o));
   }
   j["assignments"] = std::move(as);
+  if (s.made_for)
+    j["made_for"] = {{"cluster", s.made_for->cluster}, {"fingerprint", s.made_for->fingerprint},
+                     {"world_size", s.made_for->world_size}, {"ranks_per_node", s.made_for->ranks_per_node}};
   return j;
 }
 
