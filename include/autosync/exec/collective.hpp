@@ -12,9 +12,10 @@
 //
 //   static constexpr bool segmented;           runs on the tensors where they lie (exec::segmented)
 //   template <Backend B>
-//   static void run(comms<B>&, const plan_bucket&, unsigned char* buf, dtype t);
-//                                              the bucket's elements (b.elements of dtype t: the
-//                                              bucket's dtype, or its wire dtype) at buf, in place
+//   static void run(comms<B>&, const plan_bucket&, unsigned char* buf, std::size_t n, dtype t);
+//                                              the bucket's n elements of dtype t at buf, in place
+//                                              (b.elements of its dtype, or what its codec or a
+//                                              registered codec made of them)
 //   template <Backend B>                       (segmented only) the same on the bucket's runs
 //   static void run(comms<B>&, const plan_bucket&, const segmented&);
 //
@@ -69,8 +70,7 @@ struct collective<arch::all_reduce, Topo> {
   using ops = topology_ops<Topo>;
   static constexpr bool segmented = ops::segmented_all_reduce;
   template <Backend B>
-  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, dtype t) {
-    const auto n = static_cast<std::size_t>(b.elements);
+  static void run(comms<B>& c, const plan_bucket&, unsigned char* buf, std::size_t n, dtype t) {
     if constexpr (detail::host_steps<B>) {
       detail::check_args(c, buf, n, t, "all_reduce");
       ops::check(c, "all_reduce");
@@ -93,8 +93,7 @@ struct collective<arch::sharded, Topo> {
   using ops = topology_ops<Topo>;
   static constexpr bool segmented = ops::segmented_sharded;
   template <Backend B>
-  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, dtype t) {
-    const auto n = static_cast<std::size_t>(b.elements);
+  static void run(comms<B>& c, const plan_bucket&, unsigned char* buf, std::size_t n, dtype t) {
     if constexpr (detail::host_steps<B>) {
       detail::check_args(c, buf, n, t, "reduce_scatter");
       ops::check(c, "reduce_scatter");
@@ -117,8 +116,8 @@ template <class Topo>
 struct collective<arch::parameter_server, Topo> {
   static constexpr bool segmented = false;
   template <Backend B>
-  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, dtype t) {
-    ps_push_pull(c, buf, static_cast<std::size_t>(b.elements), t, b.server_rank, b.local);
+  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, std::size_t n, dtype t) {
+    ps_push_pull(c, buf, n, t, b.server_rank, b.local);
   }
 };
 
@@ -126,10 +125,11 @@ template <class Topo>
 struct collective<arch::all_gather, Topo> {
   static constexpr bool segmented = false;
   template <Backend B>
-  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, dtype t) {
+  static void run(comms<B>& c, const plan_bucket& b, unsigned char* buf, std::size_t n, dtype t) {
     if constexpr (!detail::host_steps<B>) {
-      c.world.all_reduce(buf, static_cast<std::size_t>(b.elements), t);
+      c.world.all_reduce(buf, n, t);
     } else {
+      (void)n;  // the segments say where each table lies
       for (const auto& sg : b.segments) {
         const auto re = static_cast<std::size_t>(sg.row_elements);
         const std::size_t rows = static_cast<std::size_t>(sg.elements()) / re;

@@ -10,7 +10,8 @@
 // in flight at a time). Compressed buckets are encoded with error feedback (a residual of one
 // double per element, kept per bucket across iterations), summed in the wire dtype, decoded.
 // Sparse buckets run one sparse_all_gather per segment (a row is touched when any byte of it is
-// non-zero). With options.average the sums are divided by the world size (floating dtypes).
+// non-zero). A hooked bucket (a registered compressor or extension-slot codec) runs its codecs
+// (exec/extension_codecs.hpp) right before and after its collective. With options.average the sums are divided by the world size (floating dtypes).
 // exec/executor.hpp's header comment has the whole picture.
 //
 // Typed buckets. The work of one bucket is run_as<Arch, Topo, Comp>(bucket, gradients): the
@@ -74,8 +75,9 @@ decltype(auto) visit_bucket(const plan_bucket& b, F&& f) {
   group_desc g;
   g.architecture = architecture_of(b.kind);
   g.topology = b.topology;
-  // a registered (extension) compressor runs as a hook around the plain path: codec<comp::none>
-  if (!is_extension_id(b.compression.id)) g.compression = b.compression;
+  // a registered (extension) compressor runs through the bucket's hook (exec/extension_codecs.hpp)
+  // around the collective: the typed part is then codec<comp::none>
+  g.compression = is_extension_id(b.compression.id) ? compression_value(comp::none::value) : b.compression;
   return visit_slot<slot::architecture>(g, [&](auto a) -> decltype(auto) {
     using A = typename decltype(a)::type;
     return visit_slot<slot::compression>(g, [&](auto c) -> decltype(auto) {
@@ -182,8 +184,9 @@ class host_bucket_runner {
       throw error(f + ".kind", std::string(name_of(b.kind)) + " is not the group's architecture " + std::string(Arch::name));
     if (topology_matters<Arch> && !(b.topology == Topo::value))
       throw error(f + ".topology", "the bucket's topology is not the group's " + std::string(Topo::name));
-    if (!is_extension_id(b.compression.id) && b.compression.id != Comp::value)
-      throw error(f + ".compression", "compressor id " + std::to_string(b.compression) + " is not the group's " + std::string(Comp::name));
+    const bool hooked_none = is_extension_id(b.compression.id) && std::is_same_v<Comp, comp::none>;  // see visit_bucket
+    if (b.compression.id != static_cast<compression_id>(Comp::value) && !hooked_none)
+      throw error(f + ".compression", "compressor id " + std::to_string(b.compression.id) + " is not the group's " + std::string(Comp::name));
     if constexpr (cod::compresses) {
       if (b.compressed && b.wire != cod::wire) throw error(f + ".wire", "the wire dtype is not " + std::string(Comp::name) + "'s");
     } else if (b.compressed) {
@@ -201,7 +204,9 @@ class host_bucket_runner {
 
  private:
   // Sizes the buffers (both constructors).
-  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o, int) : comms_(&c), plan_(&p), opt_(o), ext_(p) { size_buffers(p); }
+  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o, int) : comms_(&c), plan_(&p), opt_(o), ext_(p) {
+    size_buffers(p);
+  }
 
   template <class Arch, class Topo, class Comp>
   static void run_fn_of(host_bucket_runner& r, std::uint32_t bi, std::span<const gradient> grads) {
@@ -288,16 +293,15 @@ class host_bucket_runner {
     bool packed = false;
     unsigned char* data = stage(b, packed);
     const int p = comms_->world.size();
-    if (b.hooked) {  // registered codecs (exec/extension_codecs.hpp): encode before the collective ...
-      const registry::wire_view w = ext_.encode(bi, data, static_cast<std::size_t>(b.elements), b.type, p);
-      plan_bucket wb = b;  // the collective runs on the codec's wire: its element count and dtype
-      wb.elements = static_cast<std::int64_t>(w.elements);
-      Coll::run(*comms_, wb, w.data, w.type);
-      ext_.decode(bi, w, p);  // ... and decode after it
+    const auto n = static_cast<std::size_t>(b.elements);
+    if (b.hooked) {  // registered codecs (exec/extension_codecs.hpp): encode before, decode after
+      const registry::wire_view w = ext_.encode(bi, data, n, b.type, p);
+      Coll::run(*comms_, b, w.data, w.elements, w.type);
+      ext_.decode(bi, w, p);
     } else {
-      Coll::run(*comms_, b, data, b.type);
+      Coll::run(*comms_, b, data, n, b.type);
     }
-    if (opt_.average && p > 1) scale(data, static_cast<std::size_t>(b.elements), b.type, 1.0 / p);
+    if (opt_.average && p > 1) scale(data, n, b.type, 1.0 / p);
     if (packed) unpack(b, data);
   }
 
@@ -314,7 +318,7 @@ class host_bucket_runner {
     const std::span<double> residual(residual_[bi]);  // empty: no error feedback
     if (b.type == dtype::f32) Codec::encode(std::span<const float>(reinterpret_cast<const float*>(data), n), wire, residual, s);
     else Codec::encode(std::span<const double>(reinterpret_cast<const double*>(data), n), wire, residual, s);
-    Coll::run(*comms_, b, reinterpret_cast<unsigned char*>(wire_.data()), Codec::wire);
+    Coll::run(*comms_, b, reinterpret_cast<unsigned char*>(wire_.data()), n, Codec::wire);
     const double factor = opt_.average ? 1.0 / p : 1.0;
     if (b.type == dtype::f32) Codec::decode(std::span<const std::uint16_t>(wire), std::span<float>(reinterpret_cast<float*>(data), n), s, factor);
     else Codec::decode(std::span<const std::uint16_t>(wire), std::span<double>(reinterpret_cast<double*>(data), n), s, factor);

@@ -37,13 +37,12 @@
 // that is where a compile-time type pays. For a fully static group, numbers included, see
 // emit.hpp: emit_header() writes the searched strategy as type aliases.
 //
-// Combinations that break a cross-slot rule (registry/rules.hpp: e.g. parameter_server with
-// tree) are not instantiated; visiting one throws autosync::error naming the field.
-//
 // The executor uses this: exec/host_buckets.hpp's visit_bucket visits a plan bucket's
 // architecture, topology and compression once per group, when a bucket runner is built, and
 // keeps the run_as<Arch, Topo, Comp> instantiation (exec::collective, exec::codec) its buckets run.
 //
+// Combinations that break a cross-slot rule (registry/rules.hpp: e.g. parameter_server with
+// tree) are not instantiated; visiting one throws autosync::error naming the field.
 // Every branch of f must return the same type. Each visit instantiates f once per policy (the
 // product over the named slots for visit<...>: all five slots are 4*2*12*3*2 = 576), so name
 // only the slots the code needs.

@@ -365,12 +365,12 @@ class bucket_runner {
   // A group's step (collective<Arch, Topo>: NCCL's overloads of exec/nccl/collectives.hpp for the
   // topology's value; a sparse bucket is one dense all-reduce) and its codec's wire scale.
   struct group_ops {
-    void (*step)(comms<nccl_backend>&, const plan_bucket&, void*, dtype) = nullptr;
+    void (*step)(comms<nccl_backend>&, const plan_bucket&, void*, std::size_t, dtype) = nullptr;
     double scale = 1.0;
   };
   template <class Arch, class Topo>
-  static void step_as(comms<nccl_backend>& c, const plan_bucket& b, void* buf, dtype t) {
-    collective<Arch, Topo>::run(c, b, static_cast<unsigned char*>(buf), t);
+  static void step_as(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t n, dtype t) {
+    collective<Arch, Topo>::run(c, b, static_cast<unsigned char*>(buf), n, t);
   }
   static group_ops select(const plan_bucket& b, int ranks) {
     return visit_bucket(b, [&](auto a, auto t, auto c) -> group_ops {
@@ -380,7 +380,7 @@ class bucket_runner {
       return {&step_as<typename decltype(a)::type, typename decltype(t)::type>, s};
     });
   }
-  void step(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t, dtype t) { of_group_[b.group].step(c, b, buf, t); }
+  void step(comms<nccl_backend>& c, const plan_bucket& b, void* buf, std::size_t n, dtype t) { of_group_[b.group].step(c, b, buf, n, t); }
 
   comms<nccl_backend>* c_;
   const plan* plan_;
