@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace autosync {
@@ -30,20 +31,29 @@ struct sync_item {
   bool sparse = false;
 };
 
-// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
-[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
-                                                   compression_id c) noexcept {
+namespace detail {
+// What one element of t costs on the wire under compressor c (its dtype size when c does not
+// shrink it or t is not floating).
+[[nodiscard]] constexpr double wire_per_element(const tensor& t, compression_id c) noexcept {
   const auto info = find_compression(c);
   const double esize = size_of(t.type);
-  double per = esize;
   const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
-  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize)
-    per = info->wire_bytes_per_element;
+  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize) return info->wire_bytes_per_element;
+  return esize;
+}
+[[nodiscard]] constexpr std::int64_t wire_bytes_at(const tensor& t, std::int64_t elements, std::int64_t rows, double per) noexcept {
   if (!t.sparse) return static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
   // Sparse: touched rows (at least one) plus one 8-byte index per row.
   const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
   const double row_elems = rows > 0 ? static_cast<double>(elements) / static_cast<double>(rows) : 0.0;
   return static_cast<std::int64_t>(touched * (row_elems * per + 8.0) + 0.5);
+}
+}  // namespace detail
+
+// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
+[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
+                                                   compression_id c) noexcept {
+  return detail::wire_bytes_at(t, elements, rows, detail::wire_per_element(t, c));
 }
 
 namespace detail {
@@ -51,22 +61,25 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
                          const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e) {
   const auto& t = m.tensors[ti];
   const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
-  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) {
+  const double per = wire_per_element(t, g.compression);  // once per tensor, not per item
+  const std::int64_t esize = size_of(t.type);
+  // `sl`: the slice elements of axis `ax` (computed once by the caller)
+  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe, std::int64_t sl) {
     sync_item it;
     it.tensor = ti;
     it.group = gi;
     it.axis = ax;
     it.begin = pb;
     it.end = pe;
-    it.elements = (pe - pb) * t.slice_elements(static_cast<std::size_t>(ax));
-    it.bytes = it.elements * size_of(t.type);
-    it.wire_bytes = wire_bytes_of(t, it.elements, ax == 0 ? (pe - pb) : t.shape[0], g.compression);
+    it.elements = (pe - pb) * sl;
+    it.bytes = it.elements * esize;
+    it.wire_bytes = wire_bytes_at(t, it.elements, ax == 0 ? (pe - pb) : t.shape[0], per);
     it.ready = ready;
     it.sparse = t.sparse;
     out.push_back(it);
   };
   switch (g.partitioner.kind) {
-    case partitioner_kind::none: push(axis, b, e); break;
+    case partitioner_kind::none: push(axis, b, e, slice); break;
     case partitioner_kind::even: {
       const std::int32_t ax = g.partitioner.axis;
       // A whole tensor (axis is its own) is cut along the partitioner's axis.
@@ -74,9 +87,10 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       const std::int64_t pe = (ax == axis) ? e : t.shape[static_cast<std::size_t>(ax)];
       const std::int64_t d = pe - pb;
       const std::int64_t k = std::min<std::int64_t>(g.partitioner.shards, d);
+      const std::int64_t sl = ax == axis ? slice : t.slice_elements(static_cast<std::size_t>(ax));
       for (std::int64_t s = 0; s < k; ++s) {
         const auto r = even_shard(d, k, s);
-        push(ax, pb + r.begin, pb + r.end);
+        push(ax, pb + r.begin, pb + r.end, sl);
       }
       break;
     }
@@ -86,9 +100,10 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
       std::int64_t k = static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes);
       k = std::clamp<std::int64_t>(k, 1, d);
+      const std::int64_t sl0 = axis == 0 ? slice : t.slice_elements(0);
       for (std::int64_t s = 0; s < k; ++s) {
         const auto r = even_shard(d, k, s);
-        push(0, b + r.begin, b + r.end);
+        push(0, b + r.begin, b + r.end, sl0);
       }
       break;
     }
@@ -162,20 +177,41 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     }
     load[static_cast<std::size_t>(it.server)] += static_cast<double>(it.wire_bytes);
   }
-  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order.
-  std::sort(balanced.begin(), balanced.end(), [&](std::size_t a, std::size_t b) {
-    return items[a].wire_bytes != items[b].wire_bytes ? items[a].wire_bytes > items[b].wire_bytes : a < b;
-  });
-  for (auto i : balanced) {
+  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order: sorted
+  // as (-wire bytes, index) pairs (the same order as comparing the items, without the indirection).
+  std::vector<std::pair<std::int64_t, std::size_t>> order;
+  order.reserve(balanced.size());
+  for (auto i : balanced) order.emplace_back(-items[i].wire_bytes, i);
+  std::sort(order.begin(), order.end());
+  const bool one_bw = std::all_of(bw.begin(), bw.end(), [&](double v) { return v == bw[0]; });
+  for (const auto& [neg, i] : order) {
     auto& it = items[i];
+    const double w = static_cast<double>(it.wire_bytes);
     std::size_t best = 0;
-    double best_t = 0;
-    for (std::size_t sv = 0; sv < bw.size(); ++sv) {
-      const double t = (load[sv] + static_cast<double>(it.wire_bytes)) / bw[sv];
-      if (sv == 0 || t < best_t) { best = sv; best_t = t; }
+    if (one_bw) {
+      // One bandwidth: (load + w) / bw is monotone in load + w, so the smallest quotient is that of
+      // the least load; the first server whose exact quotient equals it wins, as in the general
+      // loop (a load more than 1e-12 above the least divides to a larger quotient: only those near it are
+      // divided). The same servers, bit for bit, with about one division per item, not one per server.
+      double least = load[0] + w;
+      for (std::size_t sv = 1; sv < load.size(); ++sv) least = std::min(least, load[sv] + w);
+      const double q = least / bw[0];
+      for (std::size_t sv = 0; sv < load.size(); ++sv) {
+        const double x = load[sv] + w;
+        if (x - least <= least * 1e-12 && x / bw[0] == q) {
+          best = sv;
+          break;
+        }
+      }
+    } else {
+      double best_t = 0;
+      for (std::size_t sv = 0; sv < bw.size(); ++sv) {
+        const double t = (load[sv] + w) / bw[sv];
+        if (sv == 0 || t < best_t) { best = sv; best_t = t; }
+      }
     }
     it.server = static_cast<std::int32_t>(best);
-    load[best] += static_cast<double>(it.wire_bytes);
+    load[best] += w;
   }
 }
 
