@@ -53,7 +53,7 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
     gi_.fusion = g.fusion;
     gi_.priority = g.schedule == schedule_kind::priority;
     gi_.local = g.replication == replication_kind::local;
-    const auto c = find_compression(g.compression);
+    const auto c = find_compression(g.compression.id);  // built-ins; registered codecs cost per item
     gi_.comp_flops_per_element = c ? c->flops_per_element : 0.0;
     gi_.comp_wire_per_element = c ? c->wire_bytes_per_element : 0.0;
   }
@@ -174,6 +174,7 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       o.min_tensor = std::min(o.min_tensor, it.tensor);
       if (g.comp_flops_per_element > 0.0)
         o.comp_flops += g.comp_flops_per_element * compressed_elements(m, it, g.comp_wire_per_element);
+      o.comp_flops += it.codec_flops;  // registered codecs and extension slots (strategy/items.hpp)
     }
   }
   for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) close_bucket(x, ws, gi, tl);

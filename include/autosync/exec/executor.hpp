@@ -467,7 +467,7 @@ class executor {
   }
 
   // Parameter-server batches (host-memory backends): a run of consecutive plan buckets that are
-  // the uncompressed pieces of one fusion bucket, of one dtype, without local replication, on
+  // the uncompressed pieces (no registered codec) of one fusion bucket, of one dtype, without local replication, on
   // pairwise distinct server ranks. They run as one concurrent exchange (the model's server
   // lanes side by side). batch_end_[b]: one past the batch that starts at b (b + 1 for a bucket
   // alone); batch_head_[b]: the first bucket of b's batch. Only the plan decides: every rank
@@ -480,7 +480,8 @@ class executor {
       std::uint32_t e = b + 1;
       const auto& h = plan_.buckets[b];
       auto joins = [&](const plan_bucket& x) {
-        if (x.kind != step_kind::parameter_server || x.compressed || x.local || x.source != h.source || x.type != h.type) return false;
+        if (x.kind != step_kind::parameter_server || x.compressed || x.hooked || x.local || x.source != h.source || x.type != h.type)
+          return false;
         for (std::uint32_t y = b; y < e; ++y)
           if (plan_.buckets[y].server_rank == x.server_rank) return false;
         return true;

@@ -63,8 +63,17 @@ constexpr void hash_into(hasher& h, const group_desc& g) noexcept {
   h.u64(static_cast<std::uint64_t>(g.placement.kind)).i64(g.placement.server);
   h.u64(static_cast<std::uint64_t>(g.replication));
   h.u64(static_cast<std::uint64_t>(g.topology.kind)).u64(static_cast<std::uint64_t>(g.topology.intra)).u64(static_cast<std::uint64_t>(g.topology.inter));
-  h.u64(g.compression).u64(g.fusion.cap_bytes).u64(g.fusion.first_cap_bytes);
+  h.u64(g.compression.id).u64(g.fusion.cap_bytes).u64(g.fusion.first_cap_bytes);
   h.u64(static_cast<std::uint64_t>(g.schedule));
+  // registered compressors' parameters and extension slots (ids are stable_id of names, so every
+  // rank and run agrees); fed only when present, so the core strategies' fingerprints are as before
+  if (is_extension_id(g.compression.id))
+    for (double p : g.compression.params) h.f64(p);
+  for (const auto& x : g.ext.v) {
+    if (x.slot == 0) break;
+    h.str("ext").u64(x.slot).u64(x.kind);
+    for (double p : x.params) h.f64(p);
+  }
 }
 
 // What is synchronized: tensor names, shapes, dtypes, sparsity and ready order (not the FLOPs:

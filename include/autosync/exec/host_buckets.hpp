@@ -18,6 +18,7 @@
 #include <autosync/exec/collectives.hpp>
 #include <autosync/exec/compress.hpp>
 #include <autosync/exec/executor_options.hpp>
+#include <autosync/exec/extension_codecs.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
 
@@ -35,7 +36,7 @@ class host_bucket_runner {
  public:
   // Sizes the scratch, wire and residual buffers for the plan's largest bucket; `p` must outlive
   // the runner (the executor owns both).
-  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o) : comms_(&c), plan_(&p), opt_(o) {
+  host_bucket_runner(comms<B>& c, const plan& p, const executor_options& o) : comms_(&c), plan_(&p), opt_(o), ext_(p) {
     std::size_t scratch = 0, wire = 0;
     direct_.assign(p.buckets.size(), 0);
     for (std::size_t i = 0; i < p.buckets.size(); ++i) {
@@ -57,7 +58,7 @@ class host_bucket_runner {
   // or halving-doubling (flat, or both levels of a hierarchical all-reduce) whose runs hold at
   // least direct_run_bytes on average (packing::automatic), any such bucket (never), none (always).
   [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept {
-    if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.in_place()) return false;
+    if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.hooked || b.in_place()) return false;
     auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
     const auto& t = b.topology;
     if (b.kind == step_kind::all_reduce) {
@@ -131,14 +132,18 @@ class host_bucket_runner {
       buf = reinterpret_cast<unsigned char*>(wire_.data());
       t = b.wire;
     }
+    registry::wire_view w{buf, n, t};  // registered codecs (exec/extension_codecs.hpp): encode before ...
+    if (b.hooked) w = ext_.encode(bi, data, n, b.type, p);
+    buf = w.data;
+    t = w.type;
     auto& c = *comms_;
     switch (b.kind) {
-      case step_kind::all_reduce: all_reduce(c, buf, n, t, b.topology); break;
+      case step_kind::all_reduce: all_reduce(c, buf, w.elements, t, b.topology); break;
       case step_kind::sharded:
-        reduce_scatter(c, buf, n, t, b.topology);
-        all_gather(c, buf, n, t, b.topology);
+        reduce_scatter(c, buf, w.elements, t, b.topology);
+        all_gather(c, buf, w.elements, t, b.topology);
         break;
-      case step_kind::parameter_server: ps_push_pull(c, buf, n, t, b.server_rank, b.local); break;
+      case step_kind::parameter_server: ps_push_pull(c, buf, w.elements, t, b.server_rank, b.local); break;
       case step_kind::sparse_all_gather:
         for (const auto& sg : b.segments) {
           const auto re = static_cast<std::size_t>(sg.row_elements);
@@ -149,6 +154,7 @@ class host_bucket_runner {
         }
         break;
     }
+    if (b.hooked) ext_.decode(bi, w, p);  // ... and decode after the collective
     const double factor = opt_.average ? 1.0 / p : 1.0;
     if (b.compressed) {
       if (b.type == dtype::f32) decode(wire_.data(), reinterpret_cast<float*>(data), n, b.wire, s, factor);
@@ -252,6 +258,7 @@ class host_bucket_runner {
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback
   std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)
   segmented segs_;                                // the runs of the bucket in flight
+  extension_codecs ext_;                          // per bucket: registered codecs (hooked buckets)
 };
 
 }  // namespace autosync::exec

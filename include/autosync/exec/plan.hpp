@@ -109,7 +109,9 @@ struct plan_bucket {
   std::int32_t server_rank = -1;    // parameter_server: the rank that sums
   bool local = false;               // parameter_server: local replication
   dtype type = dtype::f32;          // every segment's tensor has this dtype
-  compression_id compression = 0;   // the group's compressor
+  compression_value compression{};  // the group's compressor
+  ext_values ext{};                 // the group's extension slots (registry/extensions.hpp)
+  bool hooked = false;              // registered codecs run before/after its collective (exec/extension_codecs.hpp)
   bool compressed = false;          // travels as `wire` (else as `type`)
   dtype wire = dtype::f32;
   std::vector<segment> segments;
@@ -230,12 +232,17 @@ namespace detail {
         nb.local = sv >= 0 && g.replication == replication_kind::local;
         nb.type = t.type;
         nb.compression = g.compression;
+        nb.ext = g.ext;
+        if (is_extension_id(g.compression.id) || !g.ext.empty()) nb.hooked = registry::has_codecs(g.compression, g.ext, t.type);
         if (const auto w = wire_dtype(g.compression, t.type)) {
           nb.compressed = true;
           nb.wire = *w;
         } else {
           nb.wire = t.type;
         }
+        if (nb.hooked && nb.compressed)
+          throw error("groups[" + std::to_string(it.group) + "].compression",
+                      "a built-in compressor together with extension-slot codecs is not supported by the executor");
         nb.priority = g.schedule == schedule_kind::priority;
         nb.min_tensor = it.tensor;
         p.buckets.push_back(std::move(nb));
@@ -282,6 +289,11 @@ namespace detail {
     h.u64(b.group).u64(b.source).u64(static_cast<std::uint64_t>(b.kind));
     h.u64(static_cast<std::uint64_t>(b.topology.kind)).u64(static_cast<std::uint64_t>(b.topology.intra)).u64(static_cast<std::uint64_t>(b.topology.inter));
     h.i64(b.server).i64(b.server_rank).u64(b.local).u64(static_cast<std::uint64_t>(b.type)).u64(b.compression);
+    if (b.hooked) {  // registered codecs: which ones, with which parameters
+      h.str("hooked").u64(b.compression.id);
+      for (double x : b.compression.params) h.f64(x);
+      for (const auto& x : b.ext.v) h.u64(x.slot).u64(x.kind).f64(x.params[0]).f64(x.params[1]).f64(x.params[2]);
+    }
     h.u64(b.compressed).u64(static_cast<std::uint64_t>(b.wire)).i64(b.elements).u64(b.tensors).u64(b.ready_position);
     h.u64(b.min_tensor).u64(b.priority).u64(b.key).u64(b.segments.size());
     for (const auto& sg : b.segments)

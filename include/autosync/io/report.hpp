@@ -64,7 +64,7 @@ namespace autosync::io {
     if (g.placement.kind == placement_kind::pinned) r += "<" + std::to_string(g.placement.server) + ">";
     if (g.replication == replication_kind::local) r += " local-repl";
   }
-  if (g.compression != 0) r += " " + std::string(compression_registry[g.compression].name);
+  if (g.compression != 0) r += " " + compression_name(g.compression);
   if (g.fusion.cap_bytes == unbounded_bytes) r += " fuse:all";
   else if (g.fusion.cap_bytes > 0) {
     r += " fuse:" + human_bytes(double(g.fusion.cap_bytes));

@@ -6,12 +6,16 @@
 //   static constexpr bool lossless;
 //   static constexpr double wire_bytes_per_element;  // 0: the tensor's own dtype size
 //   static constexpr double flops_per_element;       // encode + decode work per element
-// and its place in `comp::all` (the runtime registry is generated from that list; its index
-// is the runtime value). Compression applies to floating-point gradients only; a tensor that
+// and its place in `comp::all` (the built-in registry is generated from that list; its index
+// is the runtime id). Code outside include/ adds compressors without editing this list:
+// autosync::registry::add_compression (registry/extensions.hpp) registers one by name, with
+// parameters, its wire bytes, its codec time and its executor codec; its id is
+// stable_id(name) and its policy type's `value` is a compression_value. Compression applies to floating-point gradients only; a tensor that
 // is already as small as the wire format travels as it is.
 #pragma once
 
 #include <autosync/policy/slots.hpp>
+#include <autosync/registry/values.hpp>
 
 #include <array>
 #include <cstdint>
@@ -19,7 +23,25 @@
 
 namespace autosync {
 
-using compression_id = std::uint8_t;
+// A built-in compressor's index in comp::all, or an extension compressor's stable_id(name).
+using compression_id = std::uint32_t;
+
+// A group's compression: which compressor and its parameters (in the order its entry declares
+// them; built-ins have none). Converts to its id, so `g.compression == comp::fp16::value` and
+// `g.compression = comp::fp16::value` read as before.
+struct compression_value {
+  compression_id id = 0;
+  param_list params{};
+  constexpr compression_value() noexcept = default;
+  constexpr explicit compression_value(compression_id i, param_list p = {}) noexcept : id(i), params(p) {}
+  constexpr compression_value& operator=(compression_id i) noexcept {
+    id = i;
+    params = {};
+    return *this;
+  }
+  constexpr operator compression_id() const noexcept { return id; }
+  constexpr bool operator==(const compression_value&) const = default;
+};
 
 namespace comp {
 struct none {

@@ -4,8 +4,16 @@
 //   using slot = slot::<aspect>;            which slot it fills
 //   static constexpr std::string_view name;  its name in JSON and in messages
 //   static constexpr <value type> value;     the runtime descriptor piece it stands for
-// Adding a slot: a tag here (with `name` and its default policy in `default_policy`),
-// its value in group_strategy, and its place in `slot_list`. Nothing else switches on slots.
+// Slots are defined by the registry (autosync/registry/values.hpp explains its two halves):
+//   a core slot: its tag here (AUTOSYNC_SLOT_TAG), its place in `slot_list`, its header
+//     policy/<slot>.hpp (policies, value, `default_policy`), its field in group_desc and, where
+//     it constrains another slot, a rule in registry/rules.hpp. strategy<...>'s checks iterate
+//     slot_list; the run-time parts that still read each core field by name are listed in
+//     registry/extensions.hpp.
+//   an extension slot (user code, nothing under include/ changes): a tag made with
+//     AUTOSYNC_SLOT_TAG in the user's namespace, policies whose `value` is an ext_value, a
+//     `default_policy` specialization, and a runtime entry registered with
+//     autosync::registry::add_slot (JSON, validation, search, cost and executor hooks).
 #pragma once
 
 #include <concepts>
@@ -21,15 +29,27 @@ struct type_list {
   static constexpr std::size_t size = sizeof...(Ts);
 };
 
+// A slot tag: its name, and the check strategy<...> runs for it (a static_assert message has
+// to be a literal, so each tag carries its own).
+#define AUTOSYNC_SLOT_TAG(id)                                                                     \
+  struct id {                                                                                     \
+    static constexpr std::string_view name = #id;                                                 \
+    template <int Count>                                                                          \
+    static constexpr bool unique() {                                                              \
+      static_assert(Count <= 1, "autosync::strategy: two policies for slot '" #id "'");           \
+      return Count <= 1;                                                                          \
+    }                                                                                             \
+  }
+
 namespace slot {
-struct architecture { static constexpr std::string_view name = "architecture"; };
-struct partitioner  { static constexpr std::string_view name = "partitioner"; };
-struct placement    { static constexpr std::string_view name = "placement"; };
-struct replication  { static constexpr std::string_view name = "replication"; };
-struct topology     { static constexpr std::string_view name = "topology"; };
-struct compression  { static constexpr std::string_view name = "compression"; };
-struct fusion       { static constexpr std::string_view name = "fusion"; };
-struct schedule     { static constexpr std::string_view name = "schedule"; };
+AUTOSYNC_SLOT_TAG(architecture);
+AUTOSYNC_SLOT_TAG(partitioner);
+AUTOSYNC_SLOT_TAG(placement);
+AUTOSYNC_SLOT_TAG(replication);
+AUTOSYNC_SLOT_TAG(topology);
+AUTOSYNC_SLOT_TAG(compression);
+AUTOSYNC_SLOT_TAG(fusion);
+AUTOSYNC_SLOT_TAG(schedule);
 }  // namespace slot
 
 // The slots of a group strategy, in canonical order (the order of basic_strategy's arguments).

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace autosync::search {
@@ -72,6 +73,8 @@ struct knowledge {
   return true;
 }
 [[nodiscard]] constexpr bool compression_allowed(compression_id id, const knowledge& k) noexcept {
+  if (is_extension_id(id))  // a registered compressor (registry/extensions.hpp): a run-time entry
+    return !std::is_constant_evaluated() && registry::find_compression(id) && (compression_lossless(id) || k.allow_lossy);
   const auto info = find_compression(id);
   return info.has_value() && (info->lossless || k.allow_lossy);
 }

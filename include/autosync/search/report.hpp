@@ -152,7 +152,7 @@ struct group_alternative {
     best.group = gi;
     best.iteration = std::numeric_limits<double>::infinity();
     const tensor* t = members[gi] == 1 ? only[gi] : nullptr;
-    for (auto a : all_aspects) {
+    for (auto a : sp.aspects()) {
       vs.clear();
       sp.variants(s.groups[gi], a, t, vs);
       for (const auto& v : vs) {
@@ -192,7 +192,7 @@ struct group_alternative {
     case aspect::replication: return "replication";
     case aspect::partitioner: return "partitioner";
   }
-  return "aspect";
+  return "extension";
 }
 
 }  // namespace autosync::search

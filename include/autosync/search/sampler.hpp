@@ -37,7 +37,7 @@ namespace autosync::search {
 // The architecture first, then every other aspect with probability 1/2 (t: the override tensor).
 inline void randomize_group(const space& sp, group_desc& g, random& rng, const tensor* t) {
   if (!t || !t->sparse || rng.chance(0.5)) (void)sp.randomize(g, aspect::architecture, rng, t);
-  for (auto a : all_aspects)
+  for (auto a : sp.aspects())
     if (a != aspect::architecture && rng.chance(0.5)) (void)sp.randomize(g, a, rng, t);
 }
 
@@ -86,7 +86,9 @@ namespace detail {
     put(g.placement.kind), put(g.placement.server);
     put(g.replication);
     put(g.topology.kind), put(g.topology.intra), put(g.topology.inter);
-    put(g.compression);
+    put(g.compression.id);
+    for (double x : g.compression.params) put(x);
+    for (const auto& x : g.ext.v) put(x.slot), put(x.kind), put(x.params);
     put(g.fusion.cap_bytes), put(g.fusion.first_cap_bytes);
     put(g.schedule);
   }

@@ -239,7 +239,7 @@ class searcher {
     while (improved && !out_of_budget() && !cur_.runs.empty()) {
       improved = false;
       for (std::size_t r = 0; r < cur_.runs.size() && !out_of_budget(); ++r)
-        for (auto a : all_aspects) {
+        for (auto a : sp_.aspects()) {
           vs.clear();
           sp_.variants(cur_.runs[r], a, nullptr, vs);
           for (const auto& v : vs) {
@@ -275,7 +275,7 @@ class searcher {
           if (swap_move(next, s) && sp_.feasible(next) && try_accept(next, cur_, cur_t_, 0.0)) improved = true;
         }
         const auto* t = &m_.tensors[sp_.slots()[s]];
-        for (auto a : all_aspects) {
+        for (auto a : sp_.aspects()) {
           vs.clear();
           sp_.variants(cur_.owned[s], a, t, vs);
           for (const auto& v : vs) {
@@ -383,7 +383,7 @@ class searcher {
         const auto at = static_cast<std::uint32_t>(rng_.between(b + 1, e - 1));
         c.starts.insert(c.starts.begin() + static_cast<std::ptrdiff_t>(r + 1), at);
         c.runs.insert(c.runs.begin() + static_cast<std::ptrdiff_t>(r + 1), c.runs[r]);
-        if (rng_.chance(0.5)) sp_.randomize(c.runs[r + 1], all_aspects[rng_.below(all_aspects.size())], rng_, nullptr);
+        if (rng_.chance(0.5)) sp_.randomize(c.runs[r + 1], sp_.aspects()[rng_.below(sp_.aspects().size())], rng_, nullptr);
         return true;
       }
       case move::merge: {
@@ -395,7 +395,7 @@ class searcher {
         return true;
       }
       case move::aspect_of_run:
-        return sp_.randomize(c.runs[rng_.below(R)], all_aspects[rng_.below(all_aspects.size())], rng_, nullptr);
+        return sp_.randomize(c.runs[rng_.below(R)], sp_.aspects()[rng_.below(sp_.aspects().size())], rng_, nullptr);
       case move::aspect_of_override: {
         std::vector<std::size_t>& owned = tmp_;
         owned.clear();
@@ -403,7 +403,7 @@ class searcher {
           if (c.own[s]) owned.push_back(s);
         if (owned.empty()) return false;
         const auto s = owned[rng_.below(owned.size())];
-        return sp_.randomize(c.owned[s], all_aspects[rng_.below(all_aspects.size())], rng_, &m_.tensors[sp_.slots()[s]]);
+        return sp_.randomize(c.owned[s], sp_.aspects()[rng_.below(sp_.aspects().size())], rng_, &m_.tensors[sp_.slots()[s]]);
       }
       case move::override_toggle:
         if (c.own.empty()) return false;

@@ -16,7 +16,8 @@
 //
 //   architecture   all_reduce | sharded | parameter_server   (all_gather: sparse only)
 //   topology       ring | tree | halving_doubling | hierarchical<intra, inter>   (collectives)
-//   compression    none; fp16, bf16 only with allow_lossy
+//   compression    none; fp16, bf16 and lossy registered compressors only with allow_lossy
+//   <extension>    one aspect per registered slot (aspects(), extension_proposals)
 //   fusion         cap from a log-spaced set (64 KiB x4 ... 1 GiB, unbounded; 0 = no fusion for
 //                  runs without tiny tensors), first bucket = cap or 1 MiB (DDP's small first)
 //   schedule       fifo | priority
@@ -26,12 +27,11 @@
 //                  runs: even<K, 0> when every member has >= K rows)
 //
 // A move between a collective and a parameter server (`variants` / `randomize` of the
-// architecture) also chooses the aspects only the new architecture reads: every topology, or
-// every replication (placement load_balanced). One at a time they would not be reachable: a
-// parameter-server group without local replication pushes p copies through the workers' NICs,
-// which lane 0 shares (cost/estimate.hpp, 8), so the single step there is far uphill even
-// where the step on to replication local is the optimum.
-//
+// architecture) also chooses the aspects only the new architecture reads (every topology, or
+// every replication with placement load_balanced): one at a time they would not be reachable
+// (a parameter-server group without local replication pushes p copies through lane 0's NICs,
+// cost/estimate.hpp, 8, so that single step is far uphill even next to the optimum).
+
 // Every option list is filtered by the knowledge rules of constraints.hpp, and `feasible`
 // checks the rules that depend on a run's members (tiny tensors fused, even partitions fit),
 // so every candidate the search evaluates obeys all of them.
@@ -51,27 +51,24 @@
 #include <span>
 #include <string>
 #include <vector>
-
 namespace autosync::search {
-
 struct space_options {
   bool allow_lossy = false;
   std::uint64_t tiny_bytes = 64 * 1024;        // knowledge::tiny_bytes
   std::uint64_t large_bytes = 4 * 1024 * 1024; // dense tensors from this size get an override slot
 };
-
 inline constexpr std::uint64_t small_first_bucket = 1024 * 1024;
 // Log-spaced fusion caps (x4 from 64 KiB to 1 GiB) and the whole group in one bucket.
 inline constexpr std::array<std::uint64_t, 10> fusion_caps{
     std::uint64_t{1} << 16, std::uint64_t{1} << 18, std::uint64_t{1} << 20, std::uint64_t{1} << 22, std::uint64_t{1} << 24,
     std::uint64_t{1} << 26, std::uint64_t{1} << 28, std::uint64_t{1} << 30, unbounded_bytes, 0};
 inline constexpr std::array<std::uint64_t, 4> partition_bytes{std::uint64_t{1} << 20, 4096000, std::uint64_t{1} << 24, std::uint64_t{1} << 26};
-
 // One aspect of a group strategy: what a local-search move changes.
 enum class aspect : std::uint8_t { architecture, topology, compression, fusion, schedule, placement, replication, partitioner };
 inline constexpr std::array<aspect, 8> all_aspects{aspect::architecture, aspect::topology,  aspect::compression, aspect::fusion,
                                                    aspect::schedule,     aspect::placement, aspect::replication, aspect::partitioner};
-
+// The aspect of extension slot k (its index in registry::slots()).
+[[nodiscard]] constexpr aspect extension_aspect(std::size_t k) noexcept { return static_cast<aspect>(all_aspects.size() + k); }
 struct candidate {
   std::vector<std::uint32_t> starts;  // run starts in space::dense(), ascending, starts[0] == 0
   std::vector<group_desc> runs;       // one per run
@@ -83,7 +80,6 @@ struct candidate {
     return r + 1 < starts.size() ? starts[r + 1] : static_cast<std::uint32_t>(dense_count);
   }
 };
-
 class space {
  public:
   space(const model_spec& m, const cluster_spec& c, const space_options& o = {})
@@ -123,8 +119,10 @@ class space {
       if (topology_allowed(architecture_kind::all_reduce, t, c)) topo_ar_.push_back(t);
       if (topology_allowed(architecture_kind::sharded, t, c)) topo_sh_.push_back(t);
     }
-    for (std::size_t i = 0; i < compression_registry.size(); ++i)
-      if (compression_allowed(static_cast<compression_id>(i), rules_)) comp_.push_back(static_cast<compression_id>(i));
+    for (compression_id i = 0; i < compression_registry.size(); ++i) push_compression(compression_value{i});
+    for (const auto& e : registry::compressions()) push_compression(compression_value{stable_id(e.name), registry::defaults(e.params)});
+    aspects_.assign(all_aspects.begin(), all_aspects.end());
+    for (std::size_t k = 0; k < registry::slots().size(); ++k) aspects_.push_back(extension_aspect(k));
     placements_ = {placement_value{placement_kind::round_robin, 0}, placement_value{placement_kind::load_balanced, 0},
                    placement_value{placement_kind::hashed, 0}};
     for (int s = 0; s < servers_; ++s) placements_.push_back(placement_value{placement_kind::pinned, s});
@@ -151,7 +149,9 @@ class space {
     return {};
   }
   [[nodiscard]] std::span<const architecture_kind> dense_architectures() const noexcept { return dense_arch_; }
-  [[nodiscard]] std::span<const compression_id> compressions() const noexcept { return comp_; }
+  [[nodiscard]] std::span<const compression_value> compressions() const noexcept { return comp_; }
+  [[nodiscard]] std::span<const aspect> aspects() const noexcept { return aspects_; }  // + extension slots
+
   [[nodiscard]] std::span<const placement_value> placements() const noexcept { return placements_; }
   [[nodiscard]] std::span<const replication_kind> replications() const noexcept { return replications_; }
 
@@ -334,7 +334,6 @@ class space {
   }
 
   // ---- random choices (used by the construction and the local search) ----------------------
-
   // Sets aspect `a` of g to a random allowed value (for tensor t when g is an override group,
   // nullptr for a run). Returns false when the aspect has a single value for g.
   bool randomize(group_desc& g, aspect a, random& rng, const tensor* t) const {
@@ -368,7 +367,7 @@ class space {
       }
       case aspect::compression:
         if (t && t->type != dtype::f32 && t->type != dtype::f64) return false;
-        g.compression = rng.pick(std::span<const compression_id>(comp_));
+        g.compression = rng.pick(std::span<const compression_value>(comp_));
         break;
       case aspect::fusion: {
         const std::size_t n = fusion_caps.size();
@@ -392,6 +391,13 @@ class space {
         if (g.architecture == architecture_kind::all_gather) return false;
         g.partitioner = random_partitioner(rng, t);
         break;
+      default: {  // an extension slot
+        const auto k = static_cast<std::size_t>(a) - all_aspects.size();
+        const auto vs = k < registry::slots().size() ? extension_proposals(k, g) : std::vector<ext_value>{};
+        if (vs.empty()) return false;
+        g = with_extension(g, vs[rng.below(vs.size())]);
+        break;
+      }
     }
     return !(g == before);
   }
@@ -445,9 +451,9 @@ class space {
         }
         break;
       case aspect::compression:
-        for (auto id : comp_) {
+        for (const auto& c : comp_) {
           group_desc v = g;
-          v.compression = id;
+          v.compression = c;
           push(v);
         }
         break;
@@ -503,6 +509,10 @@ class space {
         }
         break;
       }
+      default:  // an extension slot
+        if (const auto k = static_cast<std::size_t>(a) - all_aspects.size(); k < registry::slots().size())
+          for (const auto& x : extension_proposals(k, g)) push(with_extension(g, x));
+        break;
     }
   }
 
@@ -549,6 +559,9 @@ class space {
   }
 
  private:
+  void push_compression(const compression_value& c) {
+    if (compression_allowed(c.id, rules_)) comp_.push_back(c);
+  }
   // The aspect-level rules for one group (t: the override tensor, nullptr for a run).
   [[nodiscard]] bool group_ok(const group_desc& g, const tensor* t) const {
     if (t ? !architecture_allowed(*t, g.architecture) : g.architecture == architecture_kind::all_gather) return false;
@@ -578,7 +591,8 @@ class space {
   int servers_ = 1;
   std::vector<architecture_kind> dense_arch_;
   std::vector<topology_value> flat_topo_, topo_ar_, topo_sh_;
-  std::vector<compression_id> comp_;
+  std::vector<compression_value> comp_;
+  std::vector<aspect> aspects_;
   std::vector<placement_value> placements_;
   std::vector<replication_kind> replications_;
 };

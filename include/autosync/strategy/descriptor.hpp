@@ -1,7 +1,8 @@
 // autosync/strategy/descriptor.hpp — the runtime form of a strategy.
 //
 // `group_desc` mirrors strategy<Policies...> one-to-one (an enum or a small aggregate per
-// slot); `describe<S>()` gives the descriptor of a policy type at compile time.
+// core slot, and the values of extension slots in `ext`, registry/values.hpp);
+// `describe<S>()` gives the descriptor of a policy type at compile time.
 // `strategy_desc` assigns every tensor of a model to a group, or splits it into even shards
 // along one axis and assigns each shard (AutoSync: each shard carries its own synchronizer).
 // The search works on descriptors; JSON round-trips them (io/json.hpp); emit.hpp turns them
@@ -12,6 +13,8 @@
 #include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/pack.hpp>
+#include <autosync/registry/extensions.hpp>
+#include <autosync/registry/rules.hpp>
 
 #include <cstdint>
 #include <string>
@@ -26,15 +29,45 @@ struct group_desc {
   placement_value placement = default_policy<slot::placement>::type::value;
   replication_kind replication = default_policy<slot::replication>::type::value;
   topology_value topology = default_policy<slot::topology>::type::value;
-  compression_id compression = default_policy<slot::compression>::type::value;
+  compression_value compression{default_policy<slot::compression>::type::value};
   fusion_value fusion = default_policy<slot::fusion>::type::value;
   schedule_kind schedule = default_policy<slot::schedule>::type::value;
+  ext_values ext{};  // extension slots (registry/extensions.hpp); absent = the slot's default
   friend constexpr bool operator==(const group_desc&, const group_desc&) = default;
 };
+
+namespace detail {
+template <class... Ps>
+constexpr void describe_ext(group_desc& g, type_list<Ps...>) noexcept {
+  auto one = [&](auto t) {
+    using P = typename decltype(t)::type;
+    if constexpr (!in_list<typename P::slot, slot_list>) g.ext.set(P::value);
+  };
+  (one(std::type_identity<Ps>{}), ...);
+}
+}  // namespace detail
+
+// The values registered extension slot k (its index in registry::slots()) proposes for g: its
+// entry's alternatives, or every kind with its default parameters (the search's proposals).
+[[nodiscard]] inline std::vector<ext_value> extension_proposals(std::size_t k, const group_desc& g) {
+  const auto& se = registry::slots()[k];
+  if (se.alternatives) return se.alternatives(g);
+  std::vector<ext_value> r;
+  for (const auto& kd : se.kinds) r.push_back(registry::value_of(se, kd, registry::defaults(kd.params)));
+  return r;
+}
+// g with an extension slot at value x (the slot's default is stored as absent).
+[[nodiscard]] inline group_desc with_extension(group_desc g, const ext_value& x) {
+  const auto* se = registry::find_slot(x.slot);
+  if (se && x == registry::default_value(*se)) g.ext.erase(x.slot);
+  else (void)g.ext.set(x);
+  return g;
+}
 
 template <StrategyType S>
 [[nodiscard]] constexpr group_desc describe() noexcept {
   group_desc g;
+  detail::describe_ext(g, typename S::policies{});
   g.architecture = S::architecture::value;
   g.partitioner = S::partitioner::value;
   g.placement = S::placement::value;
@@ -107,18 +140,35 @@ inline void validate_group(const group_desc& g, const std::string& f) {
   } else if (t.intra != topology_kind::ring || t.inter != topology_kind::ring) {
     throw error(f + ".topology", "intra/inter are only for hierarchical");
   }
-  const bool collective = g.architecture == architecture_kind::all_reduce || g.architecture == architecture_kind::sharded;
-  if (!collective && !(t == topology_value{}))
-    throw error(f + ".topology", std::string(name_of(g.architecture)) + " groups use no collective topology (leave it ring)");
-  if (g.architecture == architecture_kind::sharded && (t.kind == topology_kind::tree ||
-      (t.kind == topology_kind::hierarchical && t.intra == topology_kind::tree)))
-    throw error(f + ".topology", "sharded groups need a reduce-scatter: ring, halving_doubling or hierarchical with a non-tree intra");
-  if (!find_compression(g.compression))
-    throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression) + " (valid: " + compression_names_list() + ")");
-  if (g.fusion.first_cap_bytes > g.fusion.cap_bytes && g.fusion.cap_bytes != 0)
-    throw error(f + ".fusion.first_cap_bytes", "must not exceed cap_bytes");
+  // the cross-slot rules: the same predicates strategy<...> checks at compile time
+  rules::for_each_failure(g, [&](auto r) {
+    using R = decltype(r);
+    throw error(f + "." + std::string(rules::field<R>()), R::why(g));
+  });
+  if (!is_extension_id(g.compression.id)) {
+    if (!find_compression(g.compression.id))
+      throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression.id) + " (valid: " + all_compression_names() + ")");
+    if (!(g.compression.params == param_list{})) throw error(f + ".compression", "a built-in compressor has no parameters");
+  } else {
+    const auto* e = registry::find_compression(g.compression.id);
+    if (!e)
+      throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression.id) + " (valid: " + all_compression_names() + ")");
+    if (auto why = registry::param_problem(e->params, g.compression.params); !why.empty()) throw error(f + ".compression." + why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
+  }
   if (static_cast<std::size_t>(g.schedule) >= enum_names<schedule_kind>::names.size())
     throw error(f + ".schedule", "unknown value");
+  for (std::size_t i = 0; i < g.ext.v.size(); ++i) {
+    const auto& x = g.ext.v[i];
+    if (x.slot == 0) continue;
+    const auto* se = registry::find_slot(x.slot);
+    if (!se) throw error(f + ".ext[" + std::to_string(i) + "]", "slot id " + std::to_string(x.slot) + " is not registered");
+    const auto* k = registry::find_kind(*se, x.kind);
+    if (!k) throw error(f + "." + se->name, "kind id " + std::to_string(x.kind) + " is not a kind of slot '" + se->name + "'");
+    if (auto why = registry::param_problem(k->params, x.params); !why.empty())
+      throw error(f + "." + se->name + "." + why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
+    if (se->check)
+      if (auto why = se->check(g, x); !why.empty()) throw error(f + "." + se->name, why);
+  }
 }
 
 inline void strategy_desc::validate_groups() const {

@@ -37,6 +37,8 @@
 // that is where a compile-time type pays. For a fully static group, numbers included, see
 // emit.hpp: emit_header() writes the searched strategy as type aliases.
 //
+// Combinations that break a cross-slot rule (registry/rules.hpp: e.g. parameter_server with
+// tree) are not instantiated; visiting one throws autosync::error naming the field.
 // Every branch of f must return the same type. Each visit instantiates f once per policy (the
 // product over the named slots for visit<...>: all five slots are 4*2*12*3*2 = 576), so name
 // only the slots the code needs.
@@ -126,7 +128,7 @@ template <class Slot>
   else if constexpr (std::is_same_v<Slot, slot::placement>) return g.placement;
   else if constexpr (std::is_same_v<Slot, slot::replication>) return g.replication;
   else if constexpr (std::is_same_v<Slot, slot::topology>) return g.topology;
-  else if constexpr (std::is_same_v<Slot, slot::compression>) return g.compression;
+  else if constexpr (std::is_same_v<Slot, slot::compression>) return g.compression.id;
   else if constexpr (std::is_same_v<Slot, slot::fusion>) return g.fusion;
   else if constexpr (std::is_same_v<Slot, slot::schedule>) return g.schedule;
   else static_assert(detail::dependent_false<Slot>, "autosync::slot_value: unknown slot");
@@ -198,9 +200,20 @@ decltype(auto) visit_slot(const group_desc& g, F&& f) {
 }
 
 namespace detail {
+// A combination that breaks a cross-slot rule (registry/rules.hpp) has no strategy type: it is
+// an error at run time naming the rule's field, as validate_group reports it.
 template <class... Chosen, class F>
 decltype(auto) visit_nested(const group_desc&, F&& f, type_list<Chosen...>, type_list<>) {
-  return std::forward<F>(f)(hana::type_c<strategy<Chosen...>>);
+  if constexpr (rules_hold_for<Chosen...>) {
+    return std::forward<F>(f)(hana::type_c<strategy<Chosen...>>);
+  } else {
+    const rule_values_of<Chosen...> v{};
+    rules::for_each_failure(v, [&](auto r) {
+      using R = decltype(r);
+      throw error(std::string(rules::field<R>()), R::why(v));
+    });
+    return std::forward<F>(f)(hana::type_c<strategy<>>);  // not reached: a rule failed above
+  }
 }
 template <class... Chosen, class Slot, class... Rest, class F>
 decltype(auto) visit_nested(const group_desc& g, F&& f, type_list<Chosen...>, type_list<Slot, Rest...>) {

@@ -26,7 +26,8 @@
 //
 // Every slot is written out in canonical order (no reliance on defaults), numbers become
 // template arguments, and compressors are named by registry index (autosync::compression_at<I>,
-// with the name in a comment) so that registered compressors from any namespace work.
+// with the name in a comment). Registered compressors and extension slots (registry/extensions.hpp)
+// are spelled by their entry's cpp_type, and the header includes each entry's `header`.
 // autosync::to_descriptor<my::sync::groups>(my::sync::assignments, my::sync::name) gives the
 // strategy_desc back, equal to the one emitted.
 #pragma once
@@ -36,6 +37,7 @@
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/static_strategy.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -120,11 +122,37 @@ inline void check_namespace(std::string_view ns) {
     r.push_back(q("topo", "hierarchical") + "<" + q("topo", name_of(g.topology.intra)) + ", " + q("topo", name_of(g.topology.inter)) + ">");
   else
     r.push_back(q("topo", name_of(g.topology.kind)));
-  std::string cname(find_compression(g.compression)->name);
+  std::string cname = compression_name(g.compression);
   for (auto p = cname.find("*/"); p != std::string::npos; p = cname.find("*/")) cname.replace(p, 2, "*_/");
-  r.push_back("autosync::compression_at<" + std::to_string(g.compression) + "> /* " + cname + " */");
+  if (!is_extension_id(g.compression.id)) {
+    r.push_back("autosync::compression_at<" + std::to_string(g.compression.id) + "> /* " + cname + " */");
+  } else {
+    const auto* e = registry::find_compression(g.compression.id);
+    if (!e || !e->cpp_type) throw error("compression", "registered compressor '" + cname + "' has no cpp_type: emit_header cannot name its policy");
+    r.push_back(e->cpp_type(g.compression.params));
+  }
   r.push_back(q("fuse", "bucket_cap") + "<" + std::to_string(g.fusion.cap_bytes) + "ull, " + std::to_string(g.fusion.first_cap_bytes) + "ull>");
   r.push_back(q("sched", name_of(g.schedule)));
+  for (const auto& x : g.ext.v) {  // extension slots (absent: the slot's default, not written)
+    if (x.slot == 0) break;
+    const auto* se = registry::find_slot(x.slot);
+    if (!se || !se->cpp_type) throw error(se ? se->name : "ext", "extension slot has no cpp_type: emit_header cannot name its policy");
+    r.push_back(se->cpp_type(x));
+  }
+  return r;
+}
+
+// The headers that declare the registered policies a strategy uses (sorted, once each).
+[[nodiscard]] inline std::vector<std::string> extension_headers(const strategy_desc& s) {
+  std::vector<std::string> r;
+  for (const auto& g : s.groups) {
+    if (const auto* e = is_extension_id(g.compression.id) ? registry::find_compression(g.compression.id) : nullptr; e && !e->header.empty())
+      r.push_back(e->header);
+    for (const auto& x : g.ext.v)
+      if (const auto* se = x.slot ? registry::find_slot(x.slot) : nullptr; se && !se->header.empty()) r.push_back(se->header);
+  }
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
   return r;
 }
 
@@ -157,7 +185,9 @@ inline void check_namespace(std::string_view ns) {
   h += "// " + std::to_string(s.groups.size()) + " group(s), " + std::to_string(s.assignments.size()) + " assignment(s).\n";
   h += "// autosync::to_descriptor<" + std::string(ns) + "::groups>(" + std::string(ns) + "::assignments, " + std::string(ns) +
        "::name) rebuilds the strategy_desc.\n";
-  h += "#pragma once\n\n#include <autosync/strategy/static_strategy.hpp>\n\n#include <array>\n#include <cstdint>\n#include <string_view>\n\n";
+  h += "#pragma once\n\n#include <autosync/strategy/static_strategy.hpp>\n";
+  for (const auto& inc : detail::emit::extension_headers(s)) h += "#include <" + inc + ">\n";
+  h += "\n#include <array>\n#include <cstdint>\n#include <string_view>\n\n";
   h += "namespace " + std::string(ns) + " {\n\n";
   h += "inline constexpr std::string_view name = " + detail::emit::literal(s.name) + ";\n\n";
   for (std::size_t i = 0; i < s.groups.size(); ++i) {

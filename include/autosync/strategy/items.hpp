@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,57 +30,89 @@ struct sync_item {
   std::int32_t server = -1;      // parameter_server: index into cluster.server_nodes()
   std::uint32_t ready = 0;       // the tensor's position in backward order (0 = ready first)
   bool sparse = false;
+  double codec_flops = 0.0;      // encode + decode work of registered codecs and extension slots
 };
 
-namespace detail {
-// What one element of t costs on the wire under compressor c (its dtype size when c does not
-// shrink it or t is not floating).
-[[nodiscard]] constexpr double wire_per_element(const tensor& t, compression_id c) noexcept {
+// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
+[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
+                                                   compression_id c) noexcept {
   const auto info = find_compression(c);
   const double esize = size_of(t.type);
+  double per = esize;
   const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
-  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize) return info->wire_bytes_per_element;
-  return esize;
-}
-[[nodiscard]] constexpr std::int64_t wire_bytes_at(const tensor& t, std::int64_t elements, std::int64_t rows, double per) noexcept {
+  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize)
+    per = info->wire_bytes_per_element;
   if (!t.sparse) return static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
   // Sparse: touched rows (at least one) plus one 8-byte index per row.
   const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
   const double row_elems = rows > 0 ? static_cast<double>(elements) / static_cast<double>(rows) : 0.0;
   return static_cast<std::int64_t>(touched * (row_elems * per + 8.0) + 0.5);
 }
-}  // namespace detail
 
-// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
-[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
-                                                   compression_id c) noexcept {
-  return detail::wire_bytes_at(t, elements, rows, detail::wire_per_element(t, c));
+// The cost hook of the registry (registry/extensions.hpp): bytes one rank sends and the codec
+// work for `elements` elements of `t` in group g at `ranks` ranks, when g uses a registered
+// compressor or extension slots. Stages run as the executor runs them: the extension slots in
+// slot-id order, then the compressor; a stage whose `applies` rejects the dtype passes the
+// bytes through. Sparse tensors send touched rows (as wire_bytes_of) plus 8-byte indices.
+struct codec_cost {
+  std::int64_t wire_bytes = 0;
+  double flops = 0.0;
+};
+[[nodiscard]] inline codec_cost extension_cost(const tensor& t, std::int64_t elements, std::int64_t rows, const group_desc& g, int ranks) {
+  const double dense = static_cast<double>(elements) * size_of(t.type);
+  double bytes = dense, flops = 0.0;
+  for (const auto& x : g.ext.v) {
+    if (x.slot == 0) break;
+    const auto* se = registry::find_slot(x.slot);
+    if (!se || (se->applies && !se->applies(t.type))) continue;
+    if (se->wire_bytes) bytes = se->wire_bytes(elements, t.type, ranks, x, bytes);
+    if (se->flops_per_element) flops += se->flops_per_element(x) * static_cast<double>(elements);
+  }
+  if (is_extension_id(g.compression.id)) {
+    const auto* e = registry::find_compression(g.compression.id);
+    if (e && (!e->applies || e->applies(t.type))) {
+      bytes = e->wire_bytes(elements, t.type, ranks, g.compression.params, bytes);
+      if (e->flops_per_element) flops += e->flops_per_element(g.compression.params) * static_cast<double>(elements);
+    }
+  } else if (const auto info = find_compression(g.compression.id)) {  // a built-in compressor after the extension stages
+    const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
+    if (floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < size_of(t.type))
+      bytes *= info->wire_bytes_per_element / size_of(t.type);
+  }
+  if (!t.sparse) return {static_cast<std::int64_t>(bytes + 0.5), flops};
+  const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
+  const double frac = rows > 0 ? touched / static_cast<double>(rows) : 1.0;
+  return {static_cast<std::int64_t>(bytes * frac + touched * 8.0 + 0.5), flops * frac};
 }
 
 namespace detail {
 constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::uint32_t ti, std::uint32_t ready,
-                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e) {
+                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e, int ranks = 0) {
   const auto& t = m.tensors[ti];
   const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
-  const double per = wire_per_element(t, g.compression);  // once per tensor, not per item
-  const std::int64_t esize = size_of(t.type);
-  // `sl`: the slice elements of axis `ax` (computed once by the caller)
-  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe, std::int64_t sl) {
+  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) {
     sync_item it;
     it.tensor = ti;
     it.group = gi;
     it.axis = ax;
     it.begin = pb;
     it.end = pe;
-    it.elements = (pe - pb) * sl;
-    it.bytes = it.elements * esize;
-    it.wire_bytes = wire_bytes_at(t, it.elements, ax == 0 ? (pe - pb) : t.shape[0], per);
+    it.elements = (pe - pb) * t.slice_elements(static_cast<std::size_t>(ax));
+    it.bytes = it.elements * size_of(t.type);
+    const std::int64_t rows = ax == 0 ? (pe - pb) : t.shape[0];
+    if (!std::is_constant_evaluated() && (is_extension_id(g.compression.id) || !g.ext.empty())) {
+      const auto c = extension_cost(t, it.elements, rows, g, ranks);
+      it.wire_bytes = c.wire_bytes;
+      it.codec_flops = c.flops;
+    } else {
+      it.wire_bytes = wire_bytes_of(t, it.elements, rows, g.compression.id);
+    }
     it.ready = ready;
     it.sparse = t.sparse;
     out.push_back(it);
   };
   switch (g.partitioner.kind) {
-    case partitioner_kind::none: push(axis, b, e, slice); break;
+    case partitioner_kind::none: push(axis, b, e); break;
     case partitioner_kind::even: {
       const std::int32_t ax = g.partitioner.axis;
       // A whole tensor (axis is its own) is cut along the partitioner's axis.
@@ -87,10 +120,9 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       const std::int64_t pe = (ax == axis) ? e : t.shape[static_cast<std::size_t>(ax)];
       const std::int64_t d = pe - pb;
       const std::int64_t k = std::min<std::int64_t>(g.partitioner.shards, d);
-      const std::int64_t sl = ax == axis ? slice : t.slice_elements(static_cast<std::size_t>(ax));
       for (std::int64_t s = 0; s < k; ++s) {
         const auto r = even_shard(d, k, s);
-        push(ax, pb + r.begin, pb + r.end, sl);
+        push(ax, pb + r.begin, pb + r.end);
       }
       break;
     }
@@ -100,10 +132,9 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
       std::int64_t k = static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes);
       k = std::clamp<std::int64_t>(k, 1, d);
-      const std::int64_t sl0 = axis == 0 ? slice : t.slice_elements(0);
       for (std::int64_t s = 0; s < k; ++s) {
         const auto r = even_shard(d, k, s);
-        push(0, b + r.begin, b + r.end, sl0);
+        push(0, b + r.begin, b + r.end);
       }
       break;
     }
@@ -135,7 +166,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     const auto& t = m.tensors[ti];
     if (!a->split()) {
       const auto& g = s.groups[static_cast<std::size_t>(a->group)];
-      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0]);
+      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0], c.world_size());
     } else {
       const auto d = t.shape[static_cast<std::size_t>(a->split_axis)];
       const auto k = static_cast<std::int64_t>(a->shard_groups.size());
@@ -143,7 +174,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         const auto r = even_shard(d, k, sh);
         const auto gi = a->shard_groups[static_cast<std::size_t>(sh)];
         detail::add_items(items, m, ti, ready[ti], s.groups[static_cast<std::size_t>(gi)], static_cast<std::uint32_t>(gi),
-                          a->split_axis, r.begin, r.end);
+                          a->split_axis, r.begin, r.end, c.world_size());
       }
     }
   }
@@ -191,8 +222,8 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     if (one_bw) {
       // One bandwidth: (load + w) / bw is monotone in load + w, so the smallest quotient is that of
       // the least load; the first server whose exact quotient equals it wins, as in the general
-      // loop (a load more than 1e-12 above the least divides to a larger quotient: only those near it are
-      // divided). The same servers, bit for bit, with about one division per item, not one per server.
+      // loop (a load more than 1e-12 above the least divides to a larger quotient: only those near it
+      // are divided). The same servers, bit for bit, with about one division per item, not one per server.
       double least = load[0] + w;
       for (std::size_t sv = 1; sv < load.size(); ++sv) least = std::min(least, load[sv] + w);
       const double q = least / bw[0];

@@ -73,6 +73,10 @@ class bucket_runner {
       : c_(&c), plan_(&p), opt_(o), window_(c.world.buckets_in_flight(), p.buckets.size()) {
     auto& w = c.world;
     if (!w.valid()) throw error("comms", "nccl executor: the world communicator is empty");
+    for (const auto& b : p.buckets)  // registered codecs (exec/extension_codecs.hpp) run on host buffers only
+      if (b.hooked)
+        throw error("groups[" + std::to_string(b.group) + "].compression",
+                    "nccl executor: registered compressors and extension-slot codecs run on host-memory backends (MPI) only");
     k_ = w.kernels();
     if (!k_.complete())
       throw error("kernels", "nccl executor: no CUDA bucket kernels registered: include <autosync/exec/nccl/kernels.cuh> in one .cu "

@@ -9,9 +9,12 @@
 //                 "replication": "none" | "local",
 //                 "topology":    "ring" | "tree" | "halving_doubling"
 //                                       | {"kind": "hierarchical", "intra": "ring", "inter": "tree"},
-//                 "compression": "none" | "fp16" | "bf16" (any name of comp::all),
+//                 "compression": "none" | "fp16" | "bf16" (any name of comp::all)
+//                                | a registered compressor: "int16" | {"kind": "int16", <parameters>},
 //                 "fusion":      {"cap_bytes": 26214400, "first_cap_bytes": 1048576},
-//                 "schedule":    "fifo" | "priority"}],
+//                 "schedule":    "fifo" | "priority",
+//                 <extension slot>: "kind" | {"kind": ..., <parameters>}}],   (registry/extensions.hpp;
+//                                        written only when not at the slot's default)
 //              "assignments": [{"tensor": "x", "group": 0},
 //                              {"tensor": "y", "split_axis": 0, "shard_groups": [0, 1]}]}
 //
@@ -26,10 +29,12 @@
 #include <autosync/io/json/text.hpp>
 #include <autosync/cluster.hpp>
 #include <autosync/model.hpp>
+#include <autosync/registry/extensions.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -124,17 +129,102 @@ namespace detail::jio {
   return v;
 }
 
-[[nodiscard]] inline compression_id read_compression(const json& j, const std::string& f) {
-  const auto s = read_string(j, f);
-  const auto c = parse_compression(s);
-  if (!c) throw error(f, "unknown compression '" + s + "' (valid: " + compression_names_list() + ")");
-  return *c;
+// A kind's parameters from {"kind": ..., <param>: number, ...}; missing ones take their defaults.
+[[nodiscard]] inline param_list read_params(const json& j, const std::string& f, const std::vector<registry::param_spec>& specs,
+                                            const std::string& kind) {
+  param_list p = registry::defaults(specs);
+  if (!j.is_object()) return p;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "kind") continue;
+    std::size_t i = 0;
+    while (i < specs.size() && specs[i].name != it.key()) ++i;
+    if (i == specs.size()) {
+      std::string valid = "kind";
+      for (const auto& s : specs) valid += ", " + s.name;
+      throw error(member(f, it.key()), "unknown key '" + it.key() + "' for '" + kind + "' (valid: " + valid + ")");
+    }
+    p[i] = read_double(*it, member(f, it.key()));
+  }
+  if (auto why = registry::param_problem(specs, p); !why.empty())
+    throw error(member(f, why.substr(0, why.find(':'))), why.substr(why.find(':') + 2));
+  return p;
+}
+
+// The parameters that differ from their defaults, as members of o.
+inline void write_params(ojson& o, const std::vector<registry::param_spec>& specs, const param_list& p) {
+  for (std::size_t i = 0; i < specs.size() && i < p.size(); ++i)
+    if (p[i] != specs[i].default_value) {
+      if (specs[i].integer) o[specs[i].name] = static_cast<std::int64_t>(p[i]);
+      else o[specs[i].name] = p[i];
+    }
+}
+
+// "fp16", or {"kind": "int16", <param>: ...} for a registered compressor with parameters.
+[[nodiscard]] inline compression_value read_compression(const json& j, const std::string& f) {
+  const bool obj = j.is_object();
+  if (obj) expect_object(j, f, "a compression: a name or {\"kind\": ..., <parameters>}");
+  const auto s = obj ? read_string(require(j, f, "kind"), member(f, "kind")) : read_string(j, f);
+  if (const auto c = parse_compression(s)) {
+    if (obj) check_keys(j, f, {"kind"}, "for compression '" + s + "'");
+    return compression_value{*c};
+  }
+  const auto* e = registry::find_compression(s);
+  if (!e) throw error(obj ? member(f, "kind") : f, "unknown compression '" + s + "' (valid: " + all_compression_names() + ")");
+  return compression_value{stable_id(e->name), read_params(j, f, e->params, s)};
+}
+
+[[nodiscard]] inline ojson write_compression(const compression_value& c) {
+  const auto* e = is_extension_id(c.id) ? registry::find_compression(c.id) : nullptr;
+  if (!e || c.params == registry::defaults(e->params)) return compression_name(c);
+  ojson o;
+  o["kind"] = e->name;
+  write_params(o, e->params, c.params);
+  return o;
+}
+
+// An extension slot's value: "kind" or {"kind": ..., <parameters>}.
+[[nodiscard]] inline ext_value read_ext(const json& j, const std::string& f, const registry::slot_entry& se) {
+  const bool obj = j.is_object();
+  const auto s = obj ? read_string(require(j, f, "kind"), member(f, "kind")) : read_string(j, f);
+  const auto* k = registry::find_kind(se, s);
+  if (!k) {
+    std::string valid;
+    for (const auto& x : se.kinds) valid += (valid.empty() ? "" : ", ") + x.name;
+    throw error(obj ? member(f, "kind") : f, "unknown " + se.name + " '" + s + "' (valid: " + valid + ")");
+  }
+  return registry::value_of(se, *k, read_params(j, f, k->params, s));
+}
+
+[[nodiscard]] inline ojson write_ext(const ext_value& x) {
+  const auto* se = registry::find_slot(x.slot);
+  const auto* k = se ? registry::find_kind(*se, x.kind) : nullptr;
+  if (!k) return std::string("?");
+  if (x.params == registry::defaults(k->params)) return k->name;
+  ojson o;
+  o["kind"] = k->name;
+  write_params(o, k->params, x.params);
+  return o;
 }
 
 [[nodiscard]] inline group_desc read_group(const json& j, const std::string& f) {
   expect_object(j, f, "a group");
-  check_keys(j, f, {"architecture", "partitioner", "placement", "replication", "topology", "compression", "fusion", "schedule"});
+  static constexpr std::string_view core_keys[] = {"architecture", "partitioner", "placement", "replication",
+                                                   "topology",     "compression", "fusion",    "schedule"};
   group_desc g;
+  for (auto it = j.begin(); it != j.end(); ++it) {  // core keys, then the registered extension slots
+    const std::string& k = it.key();
+    if (std::find(std::begin(core_keys), std::end(core_keys), std::string_view(k)) != std::end(core_keys)) continue;
+    if (const auto* se = registry::find_slot(k)) {
+      const auto v = read_ext(*it, member(f, k), *se);
+      if (v == registry::default_value(*se)) continue;  // a default is stored as absent
+      if (!g.ext.set(v)) throw error(member(f, k), "a group holds at most " + std::to_string(max_extension_slots) + " extension slots");
+      continue;
+    }
+    std::string valid;
+    for (auto c : core_keys) valid += (valid.empty() ? "" : ", ") + std::string(c);
+    for (const auto& se : registry::slots()) valid += ", " + se.name;
+    throw error(member(f, k), "unknown key '" + k + "' (valid: " + valid + ")");
+  }
   if (const json* v = find(j, "architecture")) g.architecture = read_enum<architecture_kind>(*v, member(f, "architecture"), "architecture");
   if (const json* v = find(j, "partitioner")) g.partitioner = read_partitioner(*v, member(f, "partitioner"));
   if (const json* v = find(j, "placement")) g.placement = read_placement(*v, member(f, "placement"));
@@ -216,11 +306,15 @@ namespace detail::jio {
     o["topology"] = {{"kind", "hierarchical"}, {"intra", std::string(name_of(g.topology.intra))}, {"inter", std::string(name_of(g.topology.inter))}};
   else
     o["topology"] = std::string(name_of(g.topology.kind));
-  const auto c = find_compression(g.compression);
-  o["compression"] = c ? std::string(c->name) : std::string("?");
+  o["compression"] = write_compression(g.compression);
   o["fusion"] = {{"cap_bytes", g.fusion.cap_bytes}};
   if (g.fusion.first_cap_bytes != g.fusion.cap_bytes) o["fusion"]["first_cap_bytes"] = g.fusion.first_cap_bytes;
   o["schedule"] = std::string(name_of(g.schedule));
+  for (const auto& x : g.ext.v)  // extension slots at a non-default value, by slot id
+    if (x.slot != 0) {
+      const auto* se = registry::find_slot(x.slot);
+      o[se ? se->name : "ext_" + std::to_string(x.slot)] = write_ext(x);
+    }
   return o;
 }
 
