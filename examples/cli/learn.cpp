@@ -11,9 +11,10 @@
 //   autosync learn --collectives cases.json [--folds 5] [--out model.json]
 //                  [--emit-header default_collective_model.hpp --name ...] [--rounds N] [--depth D] [--eta E]
 //     the collective-level correction (learn/collectives.hpp): one row per size of every
-//     nccl-tests log the manifest pairs with a cluster; reports per case the median relative
-//     error of the analytical time and of the corrected one on held-out rows (each case left
-//     out whole, and k folds over rows), then trains on every row and writes the model.
+//     nccl-tests log the manifest pairs with a cluster, costed on that machine calibrated from 4
+//     of its sizes; reports per case the median relative error of the calibrated model and of the
+//     corrected one on held-out rows (each machine left out whole, and k folds over rows), then
+//     trains on every row and writes the model with its evidence box.
 #include "cli.hpp"
 
 #include <autosync/gbt/emit.hpp>
@@ -98,38 +99,78 @@ std::string regenerate_lines(const std::string& args, const learn::xgb_params& p
               "`cmake/setup-deps.sh --xgboost`, and rebuild)");
 }
 
+// The evidence box as C++ (gbt/evidence_box.hpp), appended to the emitted forest.
+std::string box_text(const gbt::evidence_box<cost::collective_feature_count>& b, const std::string& name) {
+  const auto hex = [](float v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
+    return std::string(buf);
+  };
+  std::string ns, var = name;
+  if (const auto k = name.rfind("::"); k != std::string::npos) {
+    ns = name.substr(0, k);
+    var = name.substr(k + 2);
+  }
+  std::ostringstream s;
+  s << "\n// Where the forest has evidence (gbt/evidence_box.hpp): the training rows' feature and target ranges.\n"
+    << "#include <autosync/gbt/evidence_box.hpp>\n\n";
+  if (!ns.empty()) s << "namespace " << ns << " {\n\n";
+  s << "inline constexpr autosync::gbt::evidence_box<" << cost::collective_feature_count << "> " << var << "_box{\n    .lo = {";
+  for (std::size_t i = 0; i < b.lo.size(); ++i) s << (i ? ", " : "") << hex(b.lo[i]);
+  s << "},\n    .hi = {";
+  for (std::size_t i = 0; i < b.hi.size(); ++i) s << (i ? ", " : "") << hex(b.hi[i]);
+  s << "},\n    .y_lo = " << hex(b.y_lo) << ",\n    .y_hi = " << hex(b.y_hi) << "};\n";
+  if (!ns.empty()) s << "\n}  // namespace " << ns << "\n";
+  return s.str();
+}
+
 int learn_collectives(const learn_opts& o) {
   const auto m = learn::load_collective_cases(o.collectives);
   const auto rows = learn::load_collective_samples(m);
   std::cout << "autosync learn: " << rows.size() << " rows of " << m.cases.size() << " nccl-tests cases ("
-            << std::filesystem::path(o.collectives).filename().string() << ")\n";
+            << std::filesystem::path(o.collectives).filename().string() << "), each costed on its machine calibrated from "
+            << learn::sample_options{}.calibration_sizes << " of its sizes\n";
   if (rows.size() < 2) throw error("--collectives", "too few rows to train on (" + std::to_string(rows.size()) + ")");
   if (o.folds < 2 || o.folds > rows.size()) throw error("--folds", "must be in [2, rows]");
 #if defined(AUTOSYNC_HAS_XGBOOST)
   const auto defaults = learn::collective_xgb_params();
   const auto p = params_of(o, defaults);
-  const auto y_loco = learn::leave_one_case_out(rows, p), y_kf = learn::k_fold(rows, o.folds, p);
-  auto loco = learn::median_errors(m, rows, y_loco), kf = learn::median_errors(m, rows, y_kf);
-  loco.push_back(learn::overall_errors(rows, y_loco));
+  const auto y_lomo = learn::leave_one_machine_out(m, rows, p), y_kf = learn::k_fold(rows, o.folds, p);
+  auto lomo = learn::median_errors(m, rows, y_lomo), kf = learn::median_errors(m, rows, y_kf);
+  std::vector<double> cal, cor;
+  for (const auto& c : lomo) {
+    cal.push_back(c.analytical);
+    cor.push_back(c.corrected);
+  }
+  lomo.push_back(learn::overall_errors(rows, y_lomo));
   kf.push_back(learn::overall_errors(rows, y_kf));
-  std::printf("held-out median relative error      rows  analytical  case left out  %zu-fold\n", o.folds);
-  for (std::size_t c = 0; c < loco.size(); ++c)
-    std::printf("  %-34s %4zu  %10.3f  %13.3f  %6.3f\n", loco[c].label.c_str(), loco[c].rows, loco[c].analytical, loco[c].corrected,
+  std::printf("held-out median relative error      rows  calibrated  machine left out  %zu-fold\n", o.folds);
+  for (std::size_t c = 0; c < lomo.size(); ++c)
+    std::printf("  %-34s %4zu  %10.3f  %16.3f  %6.3f\n", lomo[c].label.c_str(), lomo[c].rows, lomo[c].analytical, lomo[c].corrected,
                 kf[c].corrected);
-  const auto b = learn::train_collective_booster(rows, p);
+  std::printf("  %-34s       %10.3f  %16.3f\n", "median over logs", learn::median(cal), learn::median(cor));
+  const auto b = learn::train_bounded_collective_booster(rows, p);
   std::ostringstream pre;
   pre << "// The collective-level learned correction of cost/collective_features.hpp: y = log(measured /\n"
-         "// analytical) of one collective from cost::collective_features, trained by `autosync learn`\n"
+         "// model) of one collective from cost::collective_features (machine-relative), the model being the\n"
+         "// NCCL model on each machine calibrated from 4 of its sizes, trained by `autosync learn`\n"
          "// "
       << trained_with(p) << " on " << rows.size() << " rows of the nccl-tests logs of "
       << std::filesystem::path(o.collectives).filename().string() << ":\n";
   for (const auto& c : m.cases)
     pre << "//   " << c.file << (c.section.empty() ? "" : " " + c.section) << "  (" << name_of(c.algorithm) << ", " << c.cluster.name << ")\n";
-  pre << regenerate_lines("--collectives tests/data/collectives/cases.json --emit-header include/autosync/gbt/default_collective_model.hpp "
+  pre << "// Leave one machine out, median relative error over logs: calibrated " << learn::median(cal) << ", corrected "
+      << learn::median(cor) << "; over all rows " << lomo.back().analytical << ", " << lomo.back().corrected << ".\n";
+  pre << regenerate_lines("--collectives tests/data/collectives/nccl_cases.json --emit-header include/autosync/gbt/default_collective_model.hpp "
                           "--name autosync::gbt::default_collective_model",
                           p, defaults);
-  write_model(o, b, o.name.empty() ? "default_collective_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
-              std::to_string(rows.size()) + " rows");
+  const std::string name = o.name.empty() ? "default_collective_model" : o.name;
+  write_model(o, b.booster, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(rows.size()) + " rows");
+  if (!o.header.empty()) {
+    std::ofstream h(o.header, std::ios::binary | std::ios::app);
+    h << box_text(b.box, name);
+    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
+  }
   return 0;
 #else
   needs_xgboost();
@@ -185,7 +226,7 @@ subcommand add_learn(CLI::App& app) {
   auto* records = sub->add_option("--records", lo->records, "trial records files (JSON Lines): the strategy-level correction")
                       ->expected(1, -1);
   auto* colls = sub->add_option("--collectives", lo->collectives,
-                                "a manifest of nccl-tests logs and their clusters (tests/data/collectives/cases.json): "
+                                "a manifest of nccl-tests logs and their clusters (tests/data/collectives/nccl_cases.json): "
                                 "the collective-level correction");
   records->excludes(colls);
   sub->add_option("--holdout", lo->holdout, "--records: fraction of strategies held out for the report")->capture_default_str();
@@ -193,9 +234,9 @@ subcommand add_learn(CLI::App& app) {
   sub->add_option("--out", lo->out, "write the model trained on every row as XGBoost JSON");
   sub->add_option("--emit-header", lo->header, "write the model as a C++ header with a constexpr forest");
   sub->add_option("--name", lo->name, "the forest's name in the header (default: default_model, default_collective_model)");
-  sub->add_option("--rounds", lo->rounds, "boosting rounds (default: 200 for --records, 100 for --collectives)");
-  sub->add_option("--depth", lo->depth, "tree depth (default: 4 for --records, 3 for --collectives)");
-  sub->add_option("--eta", lo->eta, "learning rate (default: 0.1 for --records, 0.15 for --collectives)");
+  sub->add_option("--rounds", lo->rounds, "boosting rounds (default: 200 for --records, 50 for --collectives)");
+  sub->add_option("--depth", lo->depth, "tree depth (default: 4 for --records, 2 for --collectives)");
+  sub->add_option("--eta", lo->eta, "learning rate (default: 0.1 for --records and --collectives)");
   return {sub, [lo](program&) { return run_learn(*lo); }};
 }
 

@@ -178,6 +178,40 @@ TEST_CASE("ps_push_pull: every server rank, with and without local replication")
   }
 }
 
+TEST_CASE("ps_push_pull_concurrent: pieces on k distinct servers, summed side by side, exact sums") {
+  auto c = comms<mpi_backend>::make(mpi_backend::world(), 1);
+  const int p = c.world.size(), r = c.world.rank();
+  for (int k = 1; k <= p; ++k)
+    for (dtype t : float_dtypes)
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1009}}) {
+        CONTEXT("ps_push_pull_concurrent k=" << k << " " << autosync::name_of(t) << " n=" << n);
+        std::vector<std::vector<unsigned char>> bufs;
+        std::vector<ps_piece> pieces;
+        std::vector<std::uint64_t> salts;
+        for (int i = 0; i < k; ++i) {
+          const auto salt = mix(static_cast<std::uint64_t>(k) << 40 ^ static_cast<std::uint64_t>(i) << 32 ^ static_cast<std::uint64_t>(t) << 24 ^ n);
+          salts.push_back(salt);
+          bufs.push_back(input(r, n + static_cast<std::size_t>(i), t, salt));  // pieces of different lengths
+        }
+        for (int i = 0; i < k; ++i)  // servers spread over the ranks, the last piece on rank 0's side
+          pieces.push_back({bufs[static_cast<std::size_t>(i)].data(), n + static_cast<std::size_t>(i), (p - 1 - i * p / k + p) % p});
+        ps_push_pull_concurrent(c, std::span<const ps_piece>(pieces), t);
+        for (int i = 0; i < k; ++i)
+          AUTOSYNC_CHECK_ELEMENTS(bufs[static_cast<std::size_t>(i)], expected_sum(p, n + static_cast<std::size_t>(i), t, salts[static_cast<std::size_t>(i)]),
+                                  0, n + static_cast<std::size_t>(i), t);
+      }
+  // two pieces on one server, or a server outside the world: an error on every rank, nothing sent
+  float x = 1.0f, y = 2.0f;
+  const ps_piece twice[] = {{&x, 1, 0}, {&y, 1, 0}};
+  CHECK_THROWS_WITH(ps_push_pull_concurrent(c, std::span<const ps_piece>(twice), dtype::f32), "'server_rank'");
+  const ps_piece outside[] = {{&x, 1, p}};
+  CHECK_THROWS_WITH(ps_push_pull_concurrent(c, std::span<const ps_piece>(outside), dtype::f32), "'server_rank'");
+  // and the comms are still in step
+  const ps_piece one[] = {{&x, 1, p - 1}};
+  ps_push_pull_concurrent(c, std::span<const ps_piece>(one), dtype::f32);
+  CHECK_EQ(x, static_cast<float>(p));
+}
+
 TEST_CASE("sparse_all_gather: touched rows summed, untouched rows zero") {
   auto c = comms<mpi_backend>::make(mpi_backend::world(), 1);
   check_sparse_all_gather(c, float_dtypes);

@@ -5,6 +5,7 @@
 #include <autosync/cost/default_collective_correction.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/gbt/default_collective_model.hpp>
+#include <autosync/gbt/evidence_box.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/learn/collectives.hpp>
 
@@ -52,30 +53,28 @@ TEST_CASE("collective features: one all-reduce row by hand") {
   CHECK(cost::all_reduce(f, topology_value{topology_kind::ring}, n) == Approx(ring).epsilon(1e-12));
   CHECK(cost::all_reduce(f, topology_value{topology_kind::tree}, n) == Approx(tree).epsilon(1e-12));
   const double bound = 2.0 * 0.5 * n * 1e-10;  // the node cut: 2(N-1)/N n beta_nic
+  const double floor = tree_lat + 8.0 * 1e-10 + 8.0 * 1e-11;  // the tree of 8 bytes
+  const double bdp = (n / bound) * floor;                     // 10 GB/s x the floor
 
   // NCCL's default = the faster: the tree
   const auto e = cost::collective_features(f, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n});
   CHECK(e.topology == topology_kind::tree);
   CHECK(e.analytical == Approx(tree).epsilon(1e-12));
-  CHECK(e.latency == Approx(tree_lat).epsilon(1e-12));
-  CHECK(e.bandwidth == Approx(tree - tree_lat).epsilon(1e-12));
+  CHECK(e.floor == Approx(floor).epsilon(1e-12));
+  CHECK(e.bound == Approx(bound).epsilon(1e-12));
   const std::vector<std::pair<std::string_view, double>> want{
-      {"log2_bytes", 20.0},
-      {"log2_bytes_per_rank", 18.0},
+      {"log2_size_over_bdp", std::log2(n / bdp)},
+      {"latency_share", floor / tree},
+      {"bound_share", bound / tree},
       {"log2_ranks", 2.0},
       {"log2_nodes", 1.0},
       {"ranks_per_node", 2.0},
-      {"log10_analytical", std::log10(tree)},
-      {"latency_share", tree_lat / tree},
-      {"bandwidth_share", (tree - tree_lat) / tree},
-      {"log10_intra_bw", 11.0},
-      {"log10_inter_bw", 10.0},
-      {"log10_intra_lat", std::log10(2e-6)},
-      {"log10_inter_lat", std::log10(5e-6)},
       {"operation", 0.0},
-      {"logarithmic", 1.0},
-      {"log10_alternative_over_ring", std::log10(tree / ring)},
-      {"bound_share", bound / tree},
+      {"algorithm", 0.0},  // nccl::algorithm::tree
+      {"protocol", 2.0},   // Simple off NCCL
+      {"channel_share", 1.0},
+      {"log2_intra_over_net", std::log2(2.0 * 1e11 / 1e10)},  // a node's 2 GPU links over its one NIC
+      {"log2_ring_over_model", std::log2(ring / tree)},
   };
   REQUIRE(want.size() == cost::collective_feature_count);
   for (const auto& [name, v] : want) {
@@ -83,13 +82,12 @@ TEST_CASE("collective features: one all-reduce row by hand") {
     CHECK(e.row[at(name)] == Approx(v).epsilon(1e-6));
   }
 
-  // the ring row: the same fabric terms, the ring's analytical terms
+  // the ring row: the ring's terms
   const auto r = cost::collective_features(f, {cost::collective_op::all_reduce, cost::collective_algorithm::ring, n});
   CHECK(r.topology == topology_kind::ring);
   CHECK(r.analytical == Approx(ring).epsilon(1e-12));
-  CHECK(r.latency == Approx(3e-5).epsilon(1e-12));
-  CHECK(r.row[at("logarithmic")] == 0.0f);
-  CHECK(r.row[at("latency_share")] == Approx(3e-5 / ring).epsilon(1e-6));
+  CHECK(r.row[at("algorithm")] == 1.0f);
+  CHECK(r.row[at("log2_ring_over_model")] == 0.0f);
   CHECK(r.row[at("bound_share")] == Approx(bound / ring).epsilon(1e-6));
   // a forced tree costs the tree: the same row as the default that picks it
   const auto t = cost::collective_features(f, {cost::collective_op::all_reduce, cost::collective_algorithm::tree, n});
@@ -98,26 +96,64 @@ TEST_CASE("collective features: one all-reduce row by hand") {
   CHECK(cost::collective_features(f, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n}).row == e.row);
 }
 
-TEST_CASE("collective features: the latency and bandwidth parts add up, for every operation and algorithm") {
+TEST_CASE("collective features: machine-relative, a machine twice as fast and twice as slow to start reads the same row") {
+  // every bandwidth x2 and every latency x2: the bandwidth-delay product x4, every time x2, so the
+  // row of 4n bytes on it is the row of n on the original (no absolute unit in the row)
+  auto a = two_by_two(), b = two_by_two();
+  for (auto& nd : b.nodes) {
+    nd.intra.bandwidth *= 2.0;
+    nd.intra.latency *= 2.0;
+    nd.nic.bandwidth *= 2.0;
+    nd.nic.latency *= 2.0;
+    nd.reduce_bandwidth *= 2.0;
+  }
+  const auto fa = cost::make_fabric(a), fb = cost::make_fabric(b);
+  for (double n = 1024; n < 1e10; n *= 9.0) {
+    CAPTURE(n);
+    const auto ra = cost::collective_features(fa, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n});
+    const auto rb = cost::collective_features(fb, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, 4.0 * n});
+    CHECK(rb.analytical == Approx(2.0 * ra.analytical).epsilon(1e-9));
+    for (std::size_t i = 0; i < cost::collective_feature_count; ++i) {
+      CAPTURE(cost::collective_feature_names[i]);
+      // the floor is the time of 8 bytes on both: its bandwidth part (16 of 60,000 ppm) does not scale
+      CHECK(rb.row[i] == Approx(ra.row[i]).epsilon(2e-3));
+    }
+  }
+}
+
+TEST_CASE("collective features: floor <= time, bound <= time, finite rows, for every operation and algorithm, MPI and NCCL") {
   const auto f2 = cost::make_fabric(two_by_two());
   auto one = two_by_two();
   one.nodes.resize(1);
   one.nodes[0].devices = 8;
   const auto f1 = cost::make_fabric(one);
+  auto nccl2 = two_by_two();
+  nccl2.backend = collective_backend::nccl;
+  const auto f3 = cost::make_fabric(nccl2);
+  one.backend = collective_backend::nccl;
+  const auto f4 = cost::make_fabric(one);
   using cost::collective_algorithm;
   using cost::collective_op;
   const std::pair<collective_op, collective_algorithm> kinds[] = {
       {collective_op::all_reduce, collective_algorithm::ring},         {collective_op::all_reduce, collective_algorithm::tree},
       {collective_op::all_reduce, collective_algorithm::nccl_default}, {collective_op::reduce_scatter, collective_algorithm::ring},
       {collective_op::reduce_scatter, collective_algorithm::pat},      {collective_op::all_gather, collective_algorithm::nccl_default}};
-  for (const auto* f : {&f1, &f2})
+  for (const auto* f : {&f1, &f2, &f3, &f4})
     for (const auto& [op, alg] : kinds)
       for (double n = 8; n < 1e10; n *= 7.3) {
         const auto e = cost::collective_features(*f, {op, alg, n});
         CAPTURE(n);
-        CHECK(e.latency + e.bandwidth == Approx(e.analytical).epsilon(1e-9));
+        CHECK(e.floor <= e.analytical * (1.0 + 1e-12));
+        CHECK(e.bound <= e.analytical * (1.0 + 1e-12));
         CHECK(e.analytical == cost::analytical_time(*f, {op, alg, n}));
         CHECK(e.row[at("operation")] == static_cast<float>(op));
+        if (f->nccl) {
+          const auto ch = cost::nccl_choice(*f, {op, alg, n});
+          CHECK(e.row[at("algorithm")] == static_cast<float>(ch.algo));
+          CHECK(e.row[at("protocol")] == static_cast<float>(ch.proto));
+          CHECK(e.row[at("channel_share")] > 0.0f);
+          CHECK(e.row[at("channel_share")] <= 1.0f);
+        }
         for (float v : e.row) CHECK(std::isfinite(v));
       }
   // pat is halving-doubling; the default of reduce-scatter picks the faster of ring and pat
@@ -200,32 +236,54 @@ TEST_CASE("collective correction: analytical x exp(prediction); width and non-fi
             .starts_with("topology: "));
 }
 
-TEST_CASE("collective correction: the embedded default is the forest of gbt/default_collective_model.hpp") {
+TEST_CASE("collective correction: the embedded default is the forest of gbt/default_collective_model.hpp, bounded by its box") {
   static_assert(cost::Correction<cost::default_collective_correction>);
   static_assert(cost::default_collective_correction::num_features() == cost::collective_feature_count);
   static_assert(cost::default_collective_correction::num_trees() > 0);
-  const auto f = cost::make_fabric(two_by_two());
-  for (double n = 1024; n < 1e10; n *= 16) {
-    const auto e = cost::collective_features(f, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n});
-    const double forest = static_cast<double>(gbt::default_collective_model.predict(e.row));
-    const auto r = cost::corrected_collective_time(f, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n},
-                                                   cost::default_collective_correction{});
-    CHECK(r.log_factor == forest);
-    CHECK(r.time == Approx(e.analytical * std::exp(forest)).epsilon(1e-12));
+  const auto& box = gbt::default_collective_model_box;
+  auto nccl = two_by_two();
+  nccl.backend = collective_backend::nccl;
+  for (const auto& cl : {two_by_two(), nccl}) {
+    const auto f = cost::make_fabric(cl);
+    for (double n = 1024; n < 1e10; n *= 16) {
+      const cost::collective c{cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default, n};
+      const auto e = cost::collective_features(f, c);
+      const float forest = gbt::default_collective_model.predict(e.row);
+      const auto r = cost::corrected_collective_time(f, c, cost::default_collective_correction{});
+      CHECK(r.log_factor == static_cast<double>(box.bound(forest, e.row)));
+      CHECK(r.log_factor >= box.y_lo);
+      CHECK(r.log_factor <= box.y_hi);
+      CHECK(r.time == Approx(e.analytical * std::exp(r.log_factor)).epsilon(1e-12));
+    }
   }
   const std::vector<float> short_row(cost::collective_feature_count - 1, 0.0f);
   CHECK_THROWS_AS((void)cost::default_collective_correction{}.predict(short_row), error);
+}
 
-  // in sample, on the logs it was trained on, it corrects (bench_cost_calibration prints it)
-  const auto m = learn::load_collective_cases(manifest);
-  const auto rows = learn::load_collective_samples(m);
-  std::vector<double> y;
-  for (const auto& s : rows) y.push_back(static_cast<double>(cost::default_collective_correction{}.predict(s.row)));
-  for (const auto& c : learn::median_errors(m, rows, y)) {
-    CAPTURE(c.label);
-    CHECK(c.corrected < 0.05);  // measured: 0.003 - 0.008
-    CHECK(c.corrected < c.analytical);
-  }
+TEST_CASE("evidence box: clamps to the targets' range, shrinks linearly to 0 one box width outside") {
+  gbt::evidence_box<2> b{.lo = {0.0f, 10.0f}, .hi = {4.0f, 10.0f}, .y_lo = -0.5f, .y_hi = 0.25f};
+  const float in[] = {2.0f, 10.0f};
+  CHECK(b.weight(in) == 1.0);
+  CHECK(b.bound(0.1f, in) == 0.1f);
+  CHECK(b.bound(3.0f, in) == 0.25f);   // clamped
+  CHECK(b.bound(-3.0f, in) == -0.5f);
+  const float half_out[] = {6.0f, 10.0f};  // 2 past hi, width 4
+  CHECK(b.weight(half_out) == Approx(0.5));
+  const float narrow[] = {2.0f, 10.25f};  // a feature of zero width: one unit is the width
+  CHECK(b.weight(narrow) == Approx(0.75));
+  const float far[] = {2.0f, 40.0f};
+  CHECK(b.weight(far) == 0.0);
+  CHECK(b.bound(0.2f, far) == 0.0f);
+  const float nan[] = {NAN, 10.0f};
+  CHECK(b.weight(nan) == 0.0);
+  // the box of rows: their ranges
+  const float rows[] = {1.0f, 2.0f, -1.0f, 5.0f};
+  const float y[] = {0.3f, -0.1f};
+  const auto c = gbt::evidence_box<2>::of(rows, y);
+  CHECK(c.lo == std::array<float, 2>{-1.0f, 2.0f});
+  CHECK(c.hi == std::array<float, 2>{1.0f, 5.0f});
+  CHECK(c.y_lo == -0.1f);
+  CHECK(c.y_hi == 0.3f);
 }
 
 TEST_CASE("collective manifest: the shipped cases.json") {
@@ -243,7 +301,7 @@ TEST_CASE("collective manifest: the shipped cases.json") {
   CHECK(m.cases[4].section == "(C)");
   CHECK(m.cases[4].cluster.world_size() == 16);
   CHECK(m.cases[4].cluster.nodes[0].nic_bandwidth() == 8 * 50e9);
-  const auto rows = learn::load_collective_samples(m);
+  const auto rows = learn::load_collective_samples(m, {.calibration_sizes = 0});  // the data sheet's constants
   CHECK(rows.size() == 64);
   std::vector<std::size_t> per_case(m.cases.size(), 0);
   for (const auto& s : rows) {

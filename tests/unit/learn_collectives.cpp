@@ -1,8 +1,10 @@
 // The collective-level correction trained on the real nccl-tests logs (tests/data/collectives/,
-// learn/collectives.hpp) through XGBoost's C API: the embedded default is what XGBoost trains
-// from the manifest today and predicts what XGBoost predicts, and on held-out rows the corrected
-// time beats the analytical one where it honestly does. Bounds were set after measuring
-// (bench_cost_calibration prints the table); each names the measured value.
+// learn/collectives.hpp) through XGBoost's C API: every machine costed by the NCCL model on its
+// cluster calibrated from 4 of its own sizes, the correction learning what remains from
+// machine-relative features. The embedded default is what XGBoost trains from the manifest today
+// and predicts what XGBoost predicts (bounded by its evidence box), and it is judged leave one
+// machine out: never on rows of a machine it was trained on. Bounds were set after measuring
+// (`autosync learn --collectives` prints the table); each names the measured value.
 #include <autosync/cost/collective_features.hpp>
 #include <autosync/cost/default_collective_correction.hpp>
 #include <autosync/gbt/emit.hpp>
@@ -11,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <fstream>
@@ -25,7 +28,7 @@ using namespace autosync;
 
 namespace {
 
-const std::string manifest = std::string(AUTOSYNC_SOURCE_DIR) + "/tests/data/collectives/cases.json";
+const std::string manifest = std::string(AUTOSYNC_SOURCE_DIR) + "/tests/data/collectives/nccl_cases.json";
 
 struct dataset {
   learn::collective_manifest m;
@@ -41,87 +44,93 @@ const dataset& data() {
   return d;
 }
 
+// The per-log medians' median (the figure of the table's last line).
+struct lomo_figure {
+  double calibrated, corrected, all_calibrated, all_corrected;
+};
+lomo_figure figure(const std::vector<learn::collective_sample>& rows, const std::vector<double>& y) {
+  std::vector<double> a, b;
+  for (const auto& c : learn::median_errors(data().m, rows, y)) {
+    MESSAGE(c.label << ": calibrated " << c.analytical << ", corrected " << c.corrected);
+    a.push_back(c.analytical);
+    b.push_back(c.corrected);
+  }
+  const auto all = learn::overall_errors(rows, y);
+  return {learn::median(a), learn::median(b), all.analytical, all.corrected};
+}
+
 }  // namespace
 
 TEST_CASE("collective correction: the embedded default is XGBoost's model of the shipped logs, and predicts what XGBoost predicts") {
   const auto& d = data();
-  const auto booster = learn::train_collective_booster(d.rows);
-  REQUIRE(booster.num_features() == cost::collective_feature_count);
-  const auto forest = gbt::parse_xgboost_json(booster.json(), "<trained>");
+  const auto b = learn::train_bounded_collective_booster(d.rows);
+  REQUIRE(b.booster.num_features() == cost::collective_feature_count);
+  const auto forest = gbt::parse_xgboost_json(b.booster.json(), "<trained>");
   std::vector<float> xgb(d.rows.size());
   const auto x = learn::feature_matrix(d.rows);
-  booster.predict(x, d.rows.size(), xgb);
+  b.booster.predict(x, d.rows.size(), xgb);
+  const cost::default_collective_correction embedded;
   for (std::size_t i = 0; i < d.rows.size(); ++i) {
     CAPTURE(i);
-    const float embedded = cost::default_collective_correction{}.predict(d.rows[i].row);
-    CHECK(forest.predict(d.rows[i].row) == xgb[i]);  // the loaded forest, bit for bit
-    CHECK(embedded == xgb[i]);                       // the checked-in header, bit for bit
+    CHECK(forest.predict(d.rows[i].row) == xgb[i]);                    // the loaded forest, bit for bit
+    CHECK(embedded.predict_unbounded(d.rows[i].row) == xgb[i]);        // the checked-in header, bit for bit
+    CHECK(embedded.predict(d.rows[i].row) == b.predict(d.rows[i].row));  // and its box is the training rows'
   }
-  // the checked-in header is exactly what gbt::emit_header writes for today's training (after
-  // the comment `autosync learn` puts above it): regenerate it when this fails
+  CHECK(gbt::default_collective_model_box.lo == b.box.lo);
+  CHECK(gbt::default_collective_model_box.hi == b.box.hi);
+  CHECK(gbt::default_collective_model_box.y_lo == b.box.y_lo);
+  CHECK(gbt::default_collective_model_box.y_hi == b.box.y_hi);
+  // the checked-in header holds exactly what gbt::emit_header writes for today's training:
+  // regenerate it when this fails
   std::ifstream in(std::string(AUTOSYNC_SOURCE_DIR) + "/include/autosync/gbt/default_collective_model.hpp");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string header = ss.str(), emitted = gbt::emit_header(forest, "autosync::gbt::default_collective_model");
-  CHECK(header.ends_with(emitted));
-  CHECK(header.find("autosync learn --collectives tests/data/collectives/cases.json") != std::string::npos);
+  CHECK(header.find(emitted) != std::string::npos);
+  CHECK(header.find("autosync learn --collectives tests/data/collectives/nccl_cases.json") != std::string::npos);
   for (const auto& c : d.m.cases) CHECK(header.find(c.file) != std::string::npos);
 }
 
-TEST_CASE("collective correction: held-out rows, 5 folds over rows (unseen sizes of seen machines)") {
+TEST_CASE("collective correction: leave one machine out, the figure the shipped correction reaches") {
   const auto& d = data();
-  const auto y = learn::k_fold(d.rows, 5);
+  // 8 logs of 6 machines: the two H100 2x8 sections, and the two costings of the H100 NVLS rows,
+  // are one machine each and are left out together
+  const auto folds = learn::machine_folds(d.m, d.rows);
+  CHECK(*std::max_element(folds.begin(), folds.end()) == 5);
+  const auto y = learn::leave_one_machine_out(d.m, d.rows);
+  const auto f = figure(d.rows, y);
+  MESSAGE("median over logs: calibrated " << f.calibrated << ", corrected " << f.corrected << "; all rows: calibrated "
+                                          << f.all_calibrated << ", corrected " << f.all_corrected);
+  // measured: the median over logs 0.066 -> 0.050 (better on A100 1 node, H100 2x8 RING, TCPXO),
+  // but over all rows 0.068 -> 0.080 (worse on H100 2x8 default 0.020 -> 0.043, EFA 0.119 ->
+  // 0.140): it does not reliably help a machine it has not seen, so it ships off by default.
+  CHECK(f.calibrated == doctest::Approx(0.066).epsilon(0.05));
+  CHECK(f.corrected < 0.055);
+  CHECK(f.corrected < f.calibrated);
+  CHECK(f.all_corrected > f.all_calibrated);  // the reason it is off by default: revisit when this fails
+  // bounded: on no log more than 3 points worse than the calibrated model (measured at most +0.023)
   for (const auto& c : learn::median_errors(d.m, d.rows, y)) {
-    MESSAGE(c.label << ": analytical " << c.analytical << ", corrected " << c.corrected);
     CAPTURE(c.label);
-    // measured: 0.124 vs 0.329, 0.086 vs 0.423, 0.027 vs 0.207, 0.056 vs 0.559, 0.036 vs 0.696
-    CHECK(c.corrected < 0.5 * c.analytical);
+    CHECK(c.corrected <= c.analytical + 0.03);
   }
-  const auto all = learn::overall_errors(d.rows, y);
-  MESSAGE("all rows: analytical " << all.analytical << ", corrected " << all.corrected);
-  CHECK(all.corrected < 0.12);                   // measured 0.064
-  CHECK(all.corrected < 0.25 * all.analytical);  // measured 0.064 vs 0.514
 }
 
-TEST_CASE("collective correction: held-out rows, each case left out whole (an unseen machine or algorithm)") {
-  const auto& d = data();
-  const auto y = learn::leave_one_case_out(d.rows);
-  const auto errs = learn::median_errors(d.m, d.rows, y);
-  for (const auto& c : errs) MESSAGE(c.label << ": analytical " << c.analytical << ", corrected " << c.corrected);
-  // It helps where the same machine is in the training rows with the other algorithm: the
-  // H100 2x8 default and RING sections teach each other (measured 0.227 vs 0.559, 0.348 vs 0.696).
-  for (const auto* label : {"H100 2x8, NDR400 (default)", "H100 2x8, NDR400 (RING)"})
-    for (const auto& c : errs)
-      if (c.label == label) {
-        CAPTURE(c.label);
-        CHECK(c.corrected < 0.65 * c.analytical);
-      }
-  // It does not help on a machine unlike the others (measured: A100 1 node 0.751 vs 0.329,
-  // GH200 0.477 vs 0.423, H100 NVLS 0.215 vs 0.207): four machines do not teach a fifth. This is
-  // why the correction is opt-in (README, "Learned correction of collectives").
-  const auto all = learn::overall_errors(d.rows, y);
-  MESSAGE("all rows: analytical " << all.analytical << ", corrected " << all.corrected);
-  CHECK(all.corrected < 0.8 * all.analytical);  // measured 0.345 vs 0.514
-}
-
-TEST_CASE("collective correction: the held-out bounds reject a model trained on shuffled targets") {
+TEST_CASE("collective correction: the held-out figure rejects a model trained on shuffled targets") {
   // the same rows with each target moved to another row: a correction that learned nothing of
-  // the logs must fail the 5-fold bound of some case
+  // the logs must not reach the shipped figure
   auto rows = data().rows;
   const auto n = rows.size();
   std::vector<double> y;
   for (const auto& r : rows) y.push_back(r.target());
   for (std::size_t i = 0; i < n; ++i) {
-    const double t = y[(i * 37 + 11) % n];  // 37 is prime to 64: a permutation
+    const double t = y[(i * 37 + 11) % n];  // 37 is prime to 131: a permutation
     rows[i].measured = rows[i].analytical * std::exp(t);
   }
-  const auto errs = learn::median_errors(data().m, data().rows, learn::k_fold(rows, 5));
-  int fails = 0;
-  for (const auto& c : errs) {
-    MESSAGE(c.label << ": analytical " << c.analytical << ", corrected (shuffled) " << c.corrected);
-    if (!(c.corrected < 0.5 * c.analytical)) ++fails;
-  }
-  CHECK(fails > 0);
+  const auto yl = learn::leave_one_machine_out(data().m, rows);
+  // judged against the real measurements
+  const auto f = figure(data().rows, yl);
+  MESSAGE("shuffled: median over logs " << f.corrected << ", all rows " << f.all_corrected);
+  CHECK_FALSE(f.corrected < 0.055);
 }
 
 TEST_CASE("collective correction: folds are balanced, deterministic, and every row is predicted once held out") {
@@ -129,7 +138,7 @@ TEST_CASE("collective correction: folds are balanced, deterministic, and every r
   const auto f = learn::row_folds(d.rows, 5);
   std::vector<std::size_t> size(5, 0);
   for (auto k : f) ++size[k];
-  for (auto s : size) CHECK((s == 12 || s == 13));
+  for (auto s : size) CHECK((s == 26 || s == 27));  // 131 rows
   CHECK(learn::row_folds(d.rows, 5) == f);
   CHECK_THROWS_AS((void)learn::row_folds(d.rows, 1), error);
   // a model that predicts the fold its training left out: every row gets its own fold's model

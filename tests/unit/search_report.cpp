@@ -11,6 +11,7 @@
 #include <string>
 
 using namespace autosync;
+using search::resource_time;
 
 namespace {
 
@@ -56,6 +57,29 @@ TEST_CASE("bottleneck: bert-large on 4 x p3.16xlarge is NIC-bound; the NIC time 
   char want[64];
   std::snprintf(want, sizeof want, "NIC-bound: %.1f of %.1f ms", nic * 1e3, p.iteration * 1e3);
   CHECK(search::summary(r) == want);
+}
+
+TEST_CASE("bottleneck: on an NCCL cluster the NIC time is the lower bound's node cut, at the transport's rate") {
+  // the NIC time and the lower bound use one rate: the NICs' line rate x the transport's
+  // efficiency (cost/transport.hpp), so a NIC-bound strategy's lower bound is forward + NIC time
+  const auto m = zoo::make_model("bert-large");
+  const auto c = zoo::make_cluster("p3.16xlarge-x4");
+  REQUIRE(c.backend == collective_backend::nccl);
+  const auto ddp = baseline(m, c, "ddp");
+  const auto r = search::bottleneck(m, c, ddp);
+  double bytes = 0.0;
+  for (const auto& t : m.tensors) bytes += static_cast<double>(t.bytes());
+  const double rate = c.nodes[0].nic_bandwidth() * cost::resolve(c.transport).efficiency;
+  const double nic = 2.0 * 3.0 / 4.0 * bytes / rate;
+  const resource_time* found = nullptr;
+  for (const auto& x : r.resources)
+    if (x.resource == "NIC") found = &x;
+  REQUIRE(found != nullptr);
+  CHECK(found->busy == doctest::Approx(nic).epsilon(1e-9));
+  CHECK(found->busy <= r.lower_bound - r.forward + 1e-12);
+  if (r.bottleneck().resource == "NIC") CHECK(r.lower_bound == doctest::Approx(r.forward + nic).epsilon(1e-9));
+  const auto f = cost::make_fabric(c);
+  for (double n = 1e3; n < 1e10; n *= 10) CHECK(cost::nic_occupancy(f, n) <= cost::lower_bound(f, n));
 }
 
 TEST_CASE("bottleneck: parameter servers are resources of their own") {

@@ -3,46 +3,30 @@
 //
 // The strategy-level correction (cost/features.hpp, cost/corrected.hpp) learns the error of a
 // whole iteration. This is the same idea one level down: the error of one collective of the
-// α-β-γ model (cost/collectives.hpp on a cost/fabric.hpp fabric) against measured nccl-tests
-// rows (tests/data/collectives/, learn/collectives.hpp reads them and trains):
+// model (cost::analytical_time: the NCCL model of cost/nccl_model.hpp on an NCCL fabric, the
+// alpha-beta-gamma forms of cost/collectives.hpp on an MPI one) against measured nccl-tests rows
+// (tests/data/collectives/, learn/collectives.hpp reads them and trains):
 //
-//     y = log(measured / analytical)          corrected = analytical x exp(correction(row))
+//     y = log(measured / model)          corrected = model x exp(correction(row))
+//
+// where the model runs on the machine's calibrated cluster (cost/nccl_calibrate.hpp: a few of
+// its measured sizes fit its bandwidth, latency and message overhead), so the correction learns
+// only the shape the calibrated model misses, in the machine's own terms.
 //
 // A collective is an operation, the algorithm NCCL ran and a size:
 //
 //   operation   all_reduce | reduce_scatter | all_gather
 //   algorithm   ring          NCCL_ALGO=RING (NCCL still picks the protocol)
 //               tree          NCCL_ALGO=TREE, all_reduce only (double binary tree)
-//               pat           NCCL_ALGO=PAT, reduce_scatter / all_gather only (costed as
-//                             halving-doubling, as the tuner plugin maps it)
-//               nccl_default  NCCL's own selection: costed as the faster of the operation's
-//                             two (ring vs tree, ring vs pat), the choice NCCL's tuner makes
-//                             with the same form of model
+//               pat           NCCL_ALGO=PAT, reduce_scatter / all_gather only
+//               nccl_default  NCCL's own selection (nccl::select on an NCCL fabric; the faster of
+//                             the op's two algorithms on an alpha-beta-gamma fabric)
 //   bytes       the whole vector (nccl-tests' "size" column)
 //
-// The row (`collective_feature_names`, log-scaled where magnitudes span decades, so trees split
-// on ratios, not units) holds the analytical terms and the fabric:
-//
-//   log2_bytes, log2_bytes_per_rank   n and n / p (a ring step's message)
-//   log2_ranks, log2_nodes, ranks_per_node
-//   log10_analytical                  seconds of the costed algorithm
-//   latency_share, bandwidth_share    the α part (recomputed with β = γ = 0) and the β + γ part
-//                                     (recomputed with α = 0), each over the analytical time
-//   log10_intra_bw, log10_inter_bw    bytes/s of fabric::intra and of a node's NICs together
-//   log10_intra_lat, log10_inter_lat  seconds
-//   operation                         0 all_reduce, 1 reduce_scatter, 2 all_gather
-//   logarithmic                       1 when the costed algorithm is tree / pat, 0 for ring
-//   log10_alternative_over_ring       the op's other algorithm over its ring (tree / ring, pat / ring)
-//   bound_share                       the fabric's lower bound (cost::lower_bound, half of it for
-//                                     reduce_scatter / all_gather) over the analytical time
-//
-// The row says which algorithm was costed, not whether NCCL was forced to it: NCCL runs the
-// same tree whether NCCL_ALGO=TREE forced it or its own selection picked it (and picks the
-// protocol either way), so a log of NCCL's default selection teaches the correction of the
-// algorithm the model expects NCCL to pick. (Where NCCL's selection ran something the model
-// does not have — NVLS, CollNet — that time is learned as the costed algorithm's.) This is what
-// lets the shipped logs, which hold NCCL_ALGO=RING runs and default runs but no forced tree,
-// correct a tree too: the tuner plugin compares the corrected ring with the corrected tree.
+// The row (`collective_feature_names`, documented at `collective_features`) holds no absolute
+// bandwidth, latency or time: sizes over the machine's bandwidth-delay product, shares of the
+// latency floor and of the bandwidth bound in the modelled time, the algorithm and protocol the
+// model expects NCCL to pick, ranks and nodes, and ratios of the machine's own constants.
 //
 // The corrected time (opt-in: cost::all_reduce and cost::estimate stay analytical):
 //   corrected_collective_time(fabric, collective, correction)   any cost::Correction
@@ -163,66 +147,102 @@ inline void validate(const collective& c) {
 }
 
 // --- the feature row -------------------------------------------------------------------------
-inline constexpr std::array<std::string_view, 16> collective_feature_names{
-    "log2_bytes",       "log2_bytes_per_rank", "log2_ranks",      "log2_nodes",     "ranks_per_node",
-    "log10_analytical", "latency_share",       "bandwidth_share", "log10_intra_bw", "log10_inter_bw",
-    "log10_intra_lat",  "log10_inter_lat",     "operation",       "logarithmic",    "log10_alternative_over_ring",
-    "bound_share"};
+// Every feature is relative to the machine's own constants (no bandwidth, latency or second in
+// absolute units), so a correction learned on some machines reads a new machine's row in the
+// same terms once its constants are calibrated (cost/nccl_calibrate.hpp).
+inline constexpr std::array<std::string_view, 12> collective_feature_names{
+    "log2_size_over_bdp", "latency_share", "bound_share",   "log2_ranks",    "log2_nodes",           "ranks_per_node",
+    "operation",          "algorithm",     "protocol",      "channel_share", "log2_intra_over_net", "log2_ring_over_model"};
 inline constexpr std::size_t collective_feature_count = collective_feature_names.size();
 
 using collective_row = std::array<float, collective_feature_count>;
 
 struct collective_estimate {
-  double analytical = 0.0;   // seconds, the costed algorithm
-  double latency = 0.0;      // its α part: recomputed with β = γ = 0
-  double bandwidth = 0.0;    // its β + γ part: recomputed with α = 0
-  topology_kind topology = topology_kind::ring;  // what was costed
+  double analytical = 0.0;   // seconds: cost::analytical_time (the NCCL model on an NCCL fabric)
+  double floor = 0.0;        // seconds: the same collective of floor_bytes (the latency floor)
+  double bound = 0.0;        // seconds: the bandwidth-only bound of the size (no latency, every channel)
+  topology_kind topology = topology_kind::ring;  // alpha-beta-gamma fabrics: what was costed
+  nccl::choice choice{};     // NCCL fabrics: the algorithm and protocol the model expects NCCL to run
   collective_row row{};      // the correction's input
 };
 
+// The size whose time is the latency floor of a collective (nccl-tests' smallest all-reduce).
+inline constexpr double floor_bytes = 8.0;
+
 namespace detail::coll {
-[[nodiscard]] inline float lg10(double v) noexcept { return static_cast<float>(std::log10(std::max(v, 1e-30))); }
 [[nodiscard]] inline float lg2(double v) noexcept { return static_cast<float>(std::log2(std::max(v, 1e-30))); }
 [[nodiscard]] inline double share(double part, double whole) noexcept { return whole > 0.0 ? part / whole : 0.0; }
+[[nodiscard]] constexpr nccl::operation nccl_op(collective_op op) noexcept {
+  return op == collective_op::all_reduce ? nccl::operation::all_reduce : op == collective_op::reduce_scatter ? nccl::operation::reduce_scatter
+                                                                                                             : nccl::operation::all_gather;
+}
 }  // namespace detail::coll
 
-// The analytical terms and the row of c on f. Throws autosync::error as validate(c) does, and
-// "fabric" for a fabric without ranks.
+// The model's terms and the row of c on f (pass the calibrated cluster's fabric: the row is
+// relative to its constants):
+//
+//   log2_size_over_bdp    bytes over the machine's bandwidth-delay product (the bandwidth bound's
+//                         rate x the latency floor): < 0 latency-bound, > 0 bandwidth-bound
+//   latency_share         floor / time          bound_share    bandwidth bound / time
+//   log2_ranks, log2_nodes, ranks_per_node
+//   operation             0 all_reduce, 1 reduce_scatter, 2 all_gather
+//   algorithm, protocol   NCCL's algorithm (nccl::algorithm: 0 tree, 1 ring, ... 6 pat) and
+//                         protocol (0 LL, 1 LL128, 2 Simple) the model expects NCCL to run; on an
+//                         alpha-beta-gamma fabric the costed topology (tree 0, ring 1, halving-
+//                         doubling 6) and 2
+//   channel_share         channels NCCL runs this size on over the communicator's (1 off NCCL)
+//   log2_intra_over_net   a node's GPU links together over its NICs together (0 on one node)
+//   log2_ring_over_model  the ring's time over the model's (how much NCCL's pick beats the ring)
+//
+// Throws autosync::error as validate(c) does, and "fabric" for a fabric without ranks.
 [[nodiscard]] inline collective_estimate collective_features(const fabric& f, const collective& c) {
   validate(c);
   if (f.p < 1 || f.nodes < 1 || f.g < 1) throw error("fabric", "has no ranks (cost::make_fabric of a valid cluster)");
-  using detail::coll::lg10;
   using detail::coll::lg2;
   using detail::coll::share;
   collective_estimate e;
-  e.topology = costed_topology(f, c);
-  e.analytical = collective_time(f, c.op, e.topology, c.bytes);
-  fabric no_beta = f, no_alpha = f;
-  no_beta.intra.beta = no_beta.inter.beta = no_beta.gamma = 0.0;
-  no_alpha.intra.alpha = no_alpha.inter.alpha = 0.0;
-  e.latency = collective_time(no_beta, c.op, e.topology, c.bytes);
-  e.bandwidth = collective_time(no_alpha, c.op, e.topology, c.bytes);
-  const double ring = collective_time(f, c.op, topology_kind::ring, c.bytes);
-  const double alt = collective_time(f, c.op, logarithmic_topology(c.op), c.bytes);
-  const double bound = lower_bound(f, c.bytes) * (c.op == collective_op::all_reduce ? 1.0 : 0.5);
+  const collective tiny{c.op, c.algorithm, std::min(floor_bytes, c.bytes)};
+  const collective ring{c.op, collective_algorithm::ring, c.bytes};
+  double ring_time = 0.0, alg_index = 1.0, proto_index = 2.0, channel_share = 1.0, intra_over_net = 0.0;
+  if (f.nccl) {
+    const auto op = detail::coll::nccl_op(c.op);
+    e.choice = f.p <= 1 ? nccl::choice{} : nccl_choice(f, c);
+    e.analytical = e.choice.time;
+    e.floor = analytical_time(f, tiny);
+    e.bound = nccl::bound(f.world, op, c.bytes);
+    ring_time = analytical_time(f, ring);
+    alg_index = static_cast<double>(e.choice.algo);
+    proto_index = static_cast<double>(e.choice.proto);
+    if (f.world.channels > 0 && f.p > 1)
+      channel_share = static_cast<double>(nccl::channels_for(f.world, e.choice.algo, e.choice.proto, c.bytes)) / f.world.channels;
+    if (f.nodes > 1 && f.world.bw_net > 0.0) intra_over_net = std::log2(f.world.g * f.world.bw_intra / f.world.bw_net);
+    if (f.nodes > 1 && f.world.g <= 1) intra_over_net = 0.0;
+  } else {
+    e.topology = costed_topology(f, c);
+    e.analytical = collective_time(f, c.op, e.topology, c.bytes);
+    e.floor = collective_time(f, c.op, e.topology, tiny.bytes);
+    e.bound = lower_bound(f, c.bytes) * (c.op == collective_op::all_reduce ? 1.0 : 0.5);
+    ring_time = collective_time(f, c.op, topology_kind::ring, c.bytes);
+    alg_index = e.topology == topology_kind::ring ? 1.0 : e.topology == topology_kind::tree ? 0.0 : 6.0;
+    if (f.nodes > 1 && f.g > 1 && f.intra.beta > 0.0 && f.inter.beta > 0.0) intra_over_net = std::log2(f.g * f.inter.beta / f.intra.beta);
+  }
+  // the machine's bandwidth-delay product: the bound's rate (bytes per second) x the floor
+  const double rate = e.bound > 0.0 ? c.bytes / e.bound : 0.0;
+  const double bdp = rate * e.floor;
   std::size_t i = 0;
   auto put = [&](double v) { e.row[i++] = static_cast<float>(v); };
-  put(lg2(c.bytes));
-  put(lg2(c.bytes / f.p));
+  put(bdp > 0.0 && c.bytes > 0.0 ? std::log2(c.bytes / bdp) : -30.0);
+  put(share(e.floor, e.analytical));
+  put(share(e.bound, e.analytical));
   put(std::log2(static_cast<double>(f.p)));
   put(std::log2(static_cast<double>(f.nodes)));
   put(f.g);
-  put(lg10(e.analytical));
-  put(share(e.latency, e.analytical));
-  put(share(e.bandwidth, e.analytical));
-  put(lg10(inverse(f.intra.beta)));
-  put(lg10(inverse(f.inter.beta)));
-  put(lg10(f.intra.alpha));
-  put(lg10(f.inter.alpha));
   put(static_cast<double>(c.op));
-  put(e.topology == topology_kind::ring ? 0.0 : 1.0);
-  put(ring > 0.0 && alt > 0.0 ? std::log10(alt / ring) : 0.0);
-  put(share(bound, e.analytical));
+  put(alg_index);
+  put(proto_index);
+  put(channel_share);
+  put(intra_over_net);
+  put(ring_time > 0.0 && e.analytical > 0.0 ? lg2(ring_time / e.analytical) : 0.0f);
   return e;
 }
 

@@ -274,9 +274,20 @@ namespace detail {
   return std::max(rank, node);
 }
 // How long a lane-0 collective of n bytes keeps every node's NICs busy: the node-level cut of
-// the all-reduce bound (0 on one node). Shared with parameter-server traffic (estimate.hpp, 8).
+// the all-reduce bound (0 on one node), the node term of lower_bound (on an NCCL fabric at the
+// transport's rate, as lower_bound: the NICs' line rate x the transport's efficiency). Shared
+// with parameter-server traffic (estimate.hpp, 8) and the report's NIC time (search/report.hpp).
 [[nodiscard]] constexpr double nic_occupancy(const fabric& f, double n) noexcept {
-  return f.nodes > 1 ? all_reduce_lower_bound(f.nodes, n, f.inter.beta) : 0.0;
+  if (f.nodes <= 1) return 0.0;
+  if (f.nccl) return (f.world.collnet ? 1.0 : 2.0 * detail::frac(f.nodes)) * n / f.world.bw_net;
+  return all_reduce_lower_bound(f.nodes, n, f.inter.beta);
+}
+// How long a lane-0 collective of n bytes keeps every rank's own link busy: the rank term of
+// lower_bound (0 with one rank per node).
+[[nodiscard]] constexpr double link_occupancy(const fabric& f, double n) noexcept {
+  if (f.p <= 1 || f.g <= 1) return 0.0;
+  if (f.nccl) return detail::frac(f.p) * n / f.world.bw_intra;
+  return all_reduce_lower_bound(f.p, n, f.intra.beta);
 }
 // The same for a sparse all-gather: the other nodes' (N-1)/N of p x n bytes come in through the NICs.
 [[nodiscard]] constexpr double sparse_all_gather_nic_occupancy(const fabric& f, double n) noexcept {

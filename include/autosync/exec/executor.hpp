@@ -10,7 +10,12 @@
 //   finish() ─── waits ────────────────────── done <─┘          exposed: |<-------->|
 //
 // ready(t) marks tensor t's gradient final; a bucket is ready when every tensor it holds is.
-// The thread waits on a condition variable (no busy-wait) and runs one bucket at a time.
+// The thread waits on a condition variable (no busy-wait) and runs one bucket at a time, except
+// parameter servers: on a host-memory backend the uncompressed pieces of one fusion bucket on
+// distinct servers (no local replication) run as one batch, every server summing its piece at
+// the same time (exec::ps_push_pull_concurrent), as the cost model's server lanes do; the batch
+// starts when all its pieces are ready. Pieces with local replication or compression, and every
+// piece on a device backend, still run one at a time (search/serial.hpp scores them so).
 // Fifo plans on a host-memory backend: finish() runs the buckets the thread has not started
 // itself (one at a time with the thread: the backend is never called concurrently), so the
 // last buckets do not wait for the thread to be woken and scheduled (tens of microseconds on a
@@ -129,6 +134,7 @@ class executor {
     if constexpr (on_host) runner_.emplace(*comms_, plan_, opt_);  // a device runner: in setup()
     pending_.assign(plan_.buckets.size(), 0);
     ready_.assign(m.tensors.size(), 0);
+    make_batches();
   }
 
   executor(const executor&) = delete;
@@ -369,10 +375,16 @@ class executor {
   // is claimed. Throws when the iteration was abandoned before the next bucket was ready.
   bool claim(std::unique_lock<std::mutex>& lk, std::uint32_t& b) {
     const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
-    cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (pending_[next_] == 0 || abort_)); });
+    auto batch_ready = [&] {
+      for (std::uint32_t x = next_; x < batch_end_[next_]; ++x)
+        if (pending_[x] != 0) return false;
+      return true;
+    };
+    cv_.wait(lk, [&] { return next_ >= nb || (!running_ && (abort_ || batch_ready())); });
     if (next_ >= nb) return false;
-    if (pending_[next_] != 0 || abort_) abandoned();
-    b = next_++;
+    if (abort_ || !batch_ready()) abandoned();
+    b = next_;
+    next_ = batch_end_[b];
     running_ = true;
     return true;
   }
@@ -380,7 +392,7 @@ class executor {
   void run_claimed(std::unique_lock<std::mutex>& lk, std::uint32_t b) {
     lk.unlock();
     try {
-      run_bucket(b);
+      run_bucket(b, batch_end_[b]);
     } catch (...) {
       lk.lock();
       running_ = false;
@@ -434,13 +446,24 @@ class executor {
       agreed.clear();
       for (std::uint32_t b = 0; b < nb; ++b)
         if (flags[b] == p) agreed.push_back(b);
-      leftover = agreed.size() > 1;
-      if (agreed.empty()) continue;
+      if (agreed.empty()) {
+        leftover = false;
+        continue;
+      }
       const auto best = *std::min_element(agreed.begin(), agreed.end(),
                                           [&](std::uint32_t a, std::uint32_t c) { return plan_.buckets[a].key < plan_.buckets[c].key; });
-      launched[best] = 1;
-      ++done;
-      run_bucket(best);
+      // a parameter-server batch runs together when every piece of it is agreed (the same
+      // flags on every rank: the same decision), else the bucket alone
+      std::uint32_t first = best, last = best + 1;
+      const std::uint32_t head = batch_head_[best], end = batch_end_[head];
+      if (end - head > 1 && std::all_of(flags.begin() + head, flags.begin() + end, [&](std::int32_t v) { return v == p; })) {
+        first = head;
+        last = end;
+      }
+      for (std::uint32_t x = first; x < last; ++x) launched[x] = 1;
+      done += last - first;
+      leftover = agreed.size() > last - first;
+      run_bucket(first, last);
     }
     finish_timing();
   }
@@ -450,12 +473,45 @@ class executor {
     timing_.exposed = std::max(0.0, seconds(clock::now() - last_ready_));
   }
 
-  void run_bucket(std::uint32_t bi) {
+  // Runs buckets [bi, last) (last = bi + 1: one bucket; more: a parameter-server batch).
+  void run_bucket(std::uint32_t bi, std::uint32_t last) {
     const auto t0 = clock::now();
-    runner_->run(bi, std::span<const gradient>(grads_));
+    if constexpr (on_host) runner_->run_batch(bi, last, std::span<const gradient>(grads_));
+    else runner_->run(bi, std::span<const gradient>(grads_));
     timing_.sync += seconds(clock::now() - t0);
-    ++timing_.buckets;
-    if (bucket_done_) bucket_done_(bi);
+    timing_.buckets += last - bi;
+    if (bucket_done_)
+      for (std::uint32_t b = bi; b < last; ++b) bucket_done_(b);
+  }
+
+  // Parameter-server batches (host-memory backends): a run of consecutive plan buckets that are
+  // the uncompressed pieces (no registered codec) of one fusion bucket, of one dtype, without local replication, on
+  // pairwise distinct server ranks. They run as one concurrent exchange (the model's server
+  // lanes side by side). batch_end_[b]: one past the batch that starts at b (b + 1 for a bucket
+  // alone); batch_head_[b]: the first bucket of b's batch. Only the plan decides: every rank
+  // batches alike.
+  void make_batches() {
+    const auto nb = static_cast<std::uint32_t>(plan_.buckets.size());
+    batch_end_.resize(nb);
+    batch_head_.resize(nb);
+    for (std::uint32_t b = 0; b < nb;) {
+      std::uint32_t e = b + 1;
+      const auto& h = plan_.buckets[b];
+      auto joins = [&](const plan_bucket& x) {
+        if (x.kind != step_kind::parameter_server || x.compressed || x.hooked || x.local || x.source != h.source || x.type != h.type)
+          return false;
+        for (std::uint32_t y = b; y < e; ++y)
+          if (plan_.buckets[y].server_rank == x.server_rank) return false;
+        return true;
+      };
+      if (on_host && joins(h))
+        while (e < nb && joins(plan_.buckets[e])) ++e;
+      for (std::uint32_t y = b; y < e; ++y) {
+        batch_end_[y] = y == b ? e : y + 1;
+        batch_head_[y] = b;
+      }
+      b = e;
+    }
   }
 
   comms<B>* comms_;
@@ -475,6 +531,7 @@ class executor {
   std::size_t ready_buckets_ = 0;                 // buckets whose tensors are all ready
   std::uint64_t generation_ = 0;
   std::uint32_t next_ = 0;                        // fifo: the next bucket to claim
+  std::vector<std::uint32_t> batch_end_, batch_head_;  // parameter-server batches (make_batches)
   bool running_ = false;                          // fifo: a bucket is running (on either thread)
   bool active_ = false, done_ = false, abort_ = false, stop_ = false, failed_ = false;
   std::exception_ptr error_;

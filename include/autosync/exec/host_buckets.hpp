@@ -151,6 +151,38 @@ class host_bucket_runner {
   // Whether bucket b runs on the tensors where they lie (no packing).
   [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
 
+  // Runs buckets [first, last) together (exec/executor.hpp's parameter-server batches: the
+  // uncompressed pieces of one fusion bucket on distinct server ranks, no local replication):
+  // the servers sum their pieces at the same time (ps_push_pull_concurrent). Each piece is in
+  // place, adjacent, or packed into a scratch of its own.
+  void run_batch(std::uint32_t first, std::uint32_t last, std::span<const gradient> grads) {
+    if (last - first <= 1) return run(first, grads);
+    grads_ = grads;
+    const std::size_t k = last - first;
+    if (batch_fused_.size() < k) batch_fused_.resize(k);
+    batch_pieces_.clear();
+    batch_packed_.assign(k, 0);
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto& b = plan_->buckets[first + i];
+      unsigned char* data = b.in_place() ? tensor_at(b.segments[0].tensor, b.segments[0].offset) : adjacent(b);
+      if (data == nullptr) {
+        batch_fused_[i].resize(static_cast<std::size_t>(b.elements) * size_of(b.type));
+        data = batch_fused_[i].data();
+        pack(b, data);
+        batch_packed_[i] = 1;
+      }
+      batch_pieces_.push_back(ps_piece{data, static_cast<std::size_t>(b.elements), b.server_rank});
+    }
+    const dtype t = plan_->buckets[first].type;
+    const int p = comms_->world.size();
+    ps_push_pull_concurrent(*comms_, std::span<const ps_piece>(batch_pieces_), t);
+    for (std::size_t i = 0; i < k; ++i) {
+      auto* data = static_cast<unsigned char*>(batch_pieces_[i].buf);
+      if (opt_.average && p > 1) scale(data, batch_pieces_[i].n, t, 1.0 / p);
+      if (batch_packed_[i]) unpack(plan_->buckets[first + i], data);
+    }
+  }
+
   // Runs bucket bi on this iteration's gradients (the communication thread, or finish()): the
   // run_as<...> of its group, chosen when the runner was built.
   void run(std::uint32_t bi, std::span<const gradient> grads) { ops_[bi](*this, bi, grads); }
@@ -345,7 +377,10 @@ class host_bucket_runner {
   const plan* plan_;
   executor_options opt_;
   std::span<const gradient> grads_;               // the bucket in flight's gradients
-  std::vector<unsigned char> fused_;              // one bucket's packed elements
+  std::vector<unsigned char> fused_;
+  std::vector<std::vector<unsigned char>> batch_fused_;  // run_batch: a scratch per packed piece
+  std::vector<ps_piece> batch_pieces_;
+  std::vector<std::uint8_t> batch_packed_;              // one bucket's packed elements
   std::vector<std::uint16_t> wire_;               // one bucket's compressed elements
   std::vector<std::vector<double>> residual_;     // per bucket: error feedback
   std::vector<std::uint8_t> direct_;              // per bucket: runs unpacked (fixed at construction)

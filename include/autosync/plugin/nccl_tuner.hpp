@@ -31,12 +31,14 @@
 //
 // AUTOSYNC_TUNER_CORRECTION=default (or =path/model.json, an XGBoost JSON model trained by
 // `autosync learn --collectives`) makes AllReduce decide by corrected times: ring vs tree, each
-// analytical x exp(forest(row)) (cost/collective_features.hpp; the embedded default was trained
-// on the nccl-tests logs of tests/data/collectives/, whose NCCL_ALGO=RING runs correct the ring
-// and whose default-selection runs the tree the model expects NCCL to pick). Opt-in, not the
-// default: on a machine unlike the logs' ones the correction can be worse than the analytical
-// model (a case held out of the training whole went from 0.33 to 0.75 median relative error;
-// README, "Learned correction of collectives"). A strategy file's topology still comes first.
+// model x exp(forest(row)) (cost/collective_features.hpp: machine-relative features of the NCCL
+// model on the cluster; the embedded default is bounded by its evidence box and was trained on
+// the nccl-tests logs of tests/data/collectives/, each machine calibrated from 4 of its sizes).
+// Its features are relative to the cluster's constants, so give the calibrated cluster
+// (AUTOSYNC_TUNER_CLUSTER=cluster.json from `autosync calibrate`). Opt-in, not the default:
+// judged leave one machine out it lowers the per-log median error (0.066 -> 0.050) but raises it
+// over all rows (0.068 -> 0.080) (README, "Learned correction of collectives"). A strategy
+// file's topology still comes first.
 //
 // Every decision is logged through NCCL's logger at INFO with the NCCL_TUNING flag
 // (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows it).

@@ -8,8 +8,11 @@
 //     NIC            the busiest worker node's NICs: every lane-0 collective's node-level cut
 //                    (cost::nic_occupancy, sparse_all_gather_nic_occupancy) plus the
 //                    parameter-server transfers through node k (cost::ps_nic_unit x bytes)
-//     device links   every rank's own link for the lane-0 collectives, 2(p-1)/p n intra.beta
-//                    (several ranks per node)
+//     device links   every rank's own link for the lane-0 collectives (cost::link_occupancy:
+//                    2(p-1)/p n intra.beta; on NCCL clusters the lower bound's (p-1)/p n over
+//                    the link's NCCL rate), several ranks per node
+//   NIC and device-link times are the terms of the estimate's lower bound (cost::lower_bound),
+//   so on NCCL clusters both use the transport's rate, not the NICs' line rate.
 //     server s       the busy time of parameter server s on the timeline
 //   The bottleneck is the busiest of them: "NIC-bound: 643.5 of 712.2 ms" says the NICs are
 //   busy 643.5 ms of the 712.2 ms iteration. The collective lane's own busy time (bandwidth
@@ -77,7 +80,7 @@ struct bottleneck_report {
       case architecture_kind::all_reduce:
       case architecture_kind::sharded:
         lane0_nic += cost::nic_occupancy(f, n);
-        if (f.g > 1) links += cost::all_reduce_lower_bound(f.p, n, f.intra.beta);
+        links += cost::link_occupancy(f, n);
         break;
       case architecture_kind::all_gather:
         lane0_nic += cost::sparse_all_gather_nic_occupancy(f, n);

@@ -10,15 +10,16 @@
 //             on the same lane before and after the bytes move.
 //   differ    parameter servers. The model gives each server a lane of its own that runs in
 //             parallel with the other servers and with lane 0 (bounded by the shared NICs,
-//             step 8). The executor has one communication thread: a parameter-server bucket is
-//             split into one piece per server (exec/plan.hpp) and the pieces run one after
-//             another, each a blocking push and pull through its server rank, and no collective
-//             runs meanwhile.
+//             step 8). The executor has one communication thread: the uncompressed pieces of a
+//             parameter-server bucket without local replication run as one batch, their
+//             servers side by side (exec::ps_push_pull_concurrent), as the model's lanes do;
+//             with local replication or compression the pieces run one after another, each a
+//             blocking push and pull through its server rank; and no collective runs meanwhile.
 //
 // `serial_replay` plays the estimate's own events as the executor runs them: each bucket's
 // events (its collective, or its transfers to every server, and its compression work) back to
-// back, one bucket at a time, a bucket starting when it is ready and the communication thread
-// is free, in the executor's launch order. For a strategy without parameter servers it is the
+// back (a batch's transfers side by side: the longest), one bucket at a time, a bucket starting
+// when it is ready and the communication thread is free, in the executor's launch order. For a strategy without parameter servers it is the
 // estimate itself (the same order, the same durations). With parameter servers it is what the
 // executor does with the model's per-transfer costs: an upper estimate, since a transfer's
 // modelled time also holds its waits for NICs that other, concurrent transfers kept busy.
@@ -54,10 +55,24 @@ struct serial_result {
   const auto items = expand(m, c, s);
   serial_result r;
   r.estimate = p.iteration;
-  std::vector<double> busy(bs.size(), 0.0);
+  // a bucket's busy time: its events back to back, except the transfers of an uncompressed
+  // parameter-server bucket without local replication, which the executor runs as one batch,
+  // its servers side by side (exec/executor.hpp): the longest of them
+  std::vector<double> busy(bs.size(), 0.0), longest(bs.size(), 0.0);
+  std::vector<std::uint8_t> compressed(bs.size(), 0);
   for (const auto& e : p.events) {
-    if (e.bucket < busy.size()) busy[e.bucket] += e.end - e.start;
-    r.parameter_servers = r.parameter_servers || e.kind == cost::event_ps_transfer;
+    const bool ps = e.kind == cost::event_ps_transfer;
+    if (e.bucket < busy.size()) {
+      busy[e.bucket] += e.end - e.start;
+      if (ps) longest[e.bucket] = std::max(longest[e.bucket], e.end - e.start);
+      if (e.kind == cost::event_compression) compressed[e.bucket] = 1;
+    }
+    r.parameter_servers = r.parameter_servers || ps;
+  }
+  for (std::size_t b = 0; b < bs.size(); ++b) {
+    const auto& g = s.groups[bs[b].group];
+    if (g.architecture == architecture_kind::parameter_server && g.replication != replication_kind::local && !compressed[b])
+      busy[b] = longest[b];
   }
   // launch keys as exec/plan.hpp: priority groups first by lowest forward tensor index, then fifo by number
   std::vector<std::uint64_t> key(bs.size());

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace autosync {
@@ -207,20 +208,41 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     }
     load[static_cast<std::size_t>(it.server)] += static_cast<double>(it.wire_bytes);
   }
-  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order.
-  std::sort(balanced.begin(), balanced.end(), [&](std::size_t a, std::size_t b) {
-    return items[a].wire_bytes != items[b].wire_bytes ? items[a].wire_bytes > items[b].wire_bytes : a < b;
-  });
-  for (auto i : balanced) {
+  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order: sorted
+  // as (-wire bytes, index) pairs (the same order as comparing the items, without the indirection).
+  std::vector<std::pair<std::int64_t, std::size_t>> order;
+  order.reserve(balanced.size());
+  for (auto i : balanced) order.emplace_back(-items[i].wire_bytes, i);
+  std::sort(order.begin(), order.end());
+  const bool one_bw = std::all_of(bw.begin(), bw.end(), [&](double v) { return v == bw[0]; });
+  for (const auto& [neg, i] : order) {
     auto& it = items[i];
+    const double w = static_cast<double>(it.wire_bytes);
     std::size_t best = 0;
-    double best_t = 0;
-    for (std::size_t sv = 0; sv < bw.size(); ++sv) {
-      const double t = (load[sv] + static_cast<double>(it.wire_bytes)) / bw[sv];
-      if (sv == 0 || t < best_t) { best = sv; best_t = t; }
+    if (one_bw) {
+      // One bandwidth: (load + w) / bw is monotone in load + w, so the smallest quotient is that of
+      // the least load; the first server whose exact quotient equals it wins, as in the general
+      // loop (a load more than 1e-12 above the least divides to a larger quotient: only those near it
+      // are divided). The same servers, bit for bit, with about one division per item, not one per server.
+      double least = load[0] + w;
+      for (std::size_t sv = 1; sv < load.size(); ++sv) least = std::min(least, load[sv] + w);
+      const double q = least / bw[0];
+      for (std::size_t sv = 0; sv < load.size(); ++sv) {
+        const double x = load[sv] + w;
+        if (x - least <= least * 1e-12 && x / bw[0] == q) {
+          best = sv;
+          break;
+        }
+      }
+    } else {
+      double best_t = 0;
+      for (std::size_t sv = 0; sv < bw.size(); ++sv) {
+        const double t = (load[sv] + w) / bw[sv];
+        if (sv == 0 || t < best_t) { best = sv; best_t = t; }
+      }
     }
     it.server = static_cast<std::int32_t>(best);
-    load[best] += static_cast<double>(it.wire_bytes);
+    load[best] += w;
   }
 }
 

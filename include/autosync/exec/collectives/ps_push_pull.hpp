@@ -100,3 +100,67 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
 }
 
 }  // namespace autosync::exec
+
+namespace autosync::exec {
+
+// One piece of a concurrent parameter-server exchange: n elements at buf, summed on server_rank.
+struct ps_piece {
+  void* buf = nullptr;
+  std::size_t n = 0;
+  int server_rank = 0;
+};
+
+// Parameter servers in parallel (BytePS runs its servers side by side): the pieces of one fusion
+// bucket go to distinct server ranks, and every server sums its piece at the same time as the
+// others (no local replication: every rank talks to every server).
+//
+//   push, rounds k = 1 .. p-1            pull, rounds k = 1 .. p-1
+//     server s receives from s+k           server s sends to s+k
+//     rank r sends the piece of the        rank r receives the piece of the
+//     server r-k (if r-k is one)           server r-k (if r-k is one)
+//   (ranks mod p)
+//
+// In every round each server receives (sends) one message and each rank sends (receives) at
+// most one, since the servers are distinct ranks: p-1 rounds for any number of servers, where
+// one server after another took k(p-1). Server s adds the others' vectors in the order s+1,
+// s+2, ... (mod p), the same on every run. Throws autosync::error("server_rank") for a rank
+// outside the world or two pieces on one server.
+template <Backend B>
+void ps_push_pull_concurrent(comms<B>& c, std::span<const ps_piece> pieces, dtype t) {
+  const int p = c.world.size(), r = c.world.rank();
+  std::vector<int> piece_of(static_cast<std::size_t>(std::max(p, 0)), -1);
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    detail::check_args(c, pieces[i].buf, pieces[i].n, t, "ps_push_pull_concurrent");
+    const int s = pieces[i].server_rank;
+    if (s < 0 || s >= p)
+      throw error("server_rank", "ps_push_pull_concurrent: " + std::to_string(s) + " is not a rank of the " + std::to_string(p) + "-rank world");
+    if (piece_of[static_cast<std::size_t>(s)] >= 0)
+      throw error("server_rank", "ps_push_pull_concurrent: two pieces on server rank " + std::to_string(s) + " (the servers must be distinct)");
+    piece_of[static_cast<std::size_t>(s)] = static_cast<int>(i);
+  }
+  if (p == 1 || pieces.empty()) return;
+  const std::size_t es = size_of(t);
+  const int mine = piece_of[static_cast<std::size_t>(r)];
+  unsigned char* tmp = mine >= 0 ? detail::room(c.scratch, pieces[static_cast<std::size_t>(mine)].n, es) : nullptr;
+  auto piece = [&](int i) {
+    const auto& x = pieces[static_cast<std::size_t>(i)];
+    return mem_piece{static_cast<unsigned char*>(x.buf), x.n};
+  };
+  for (int k = 1; k < p; ++k) {  // push
+    const int dst = (r - k + p) % p, di = piece_of[static_cast<std::size_t>(dst)];
+    const mem_piece out = di >= 0 ? piece(di) : mem_piece{}, in = mine >= 0 ? mem_piece{tmp, piece(mine).n} : mem_piece{};
+    if (di < 0 && mine < 0) continue;
+    detail::exchange(c.world, std::span<const mem_piece>(&out, di >= 0 ? 1 : 0), di >= 0 ? dst : -1,
+                     std::span<const mem_piece>(&in, mine >= 0 ? 1 : 0), mine >= 0 ? (r + k) % p : -1, t, detail::tag_ps_push);
+    if (mine >= 0) sum_into(piece(mine).at, tmp, piece(mine).n, t);
+  }
+  for (int k = 1; k < p; ++k) {  // pull
+    const int src = (r - k + p) % p, si = piece_of[static_cast<std::size_t>(src)];
+    const mem_piece out = mine >= 0 ? piece(mine) : mem_piece{}, in = si >= 0 ? piece(si) : mem_piece{};
+    if (si < 0 && mine < 0) continue;
+    detail::exchange(c.world, std::span<const mem_piece>(&out, mine >= 0 ? 1 : 0), mine >= 0 ? (r + k) % p : -1,
+                     std::span<const mem_piece>(&in, si >= 0 ? 1 : 0), si >= 0 ? src : -1, t, detail::tag_ps_pull);
+  }
+}
+
+}  // namespace autosync::exec
