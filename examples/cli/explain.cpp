@@ -1,10 +1,13 @@
 // `autosync explain strategy.json`: validate a strategy file against a model and cluster, show
 // its groups (io/report.hpp) and cost it (cost::estimate): the predicted iteration, the lower
 // bound and the bottleneck resource (search/report.hpp), and per group what its choice saves
-// over the fastest one-aspect alternative; optionally draw the timeline.
+// over the fastest one-aspect alternative, the cost model's links against the cluster graph's
+// cuts (io/fabric_report.hpp); optionally draw the timeline and the cluster graph (Graphviz).
 #include "cli.hpp"
 
 #include <autosync/cost/estimate.hpp>
+#include <autosync/graph.hpp>
+#include <autosync/io/fabric_report.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/io/report.hpp>
 #include <autosync/io/search_report.hpp>
@@ -20,7 +23,7 @@ namespace {
 
 struct explain_opts {
   model_cluster_opts in;
-  std::string strategy;
+  std::string strategy, dot;
   bool all_groups = false, allow_lossy = false;
 };
 
@@ -35,6 +38,11 @@ int run_explain(const explain_opts& o) {
   std::cout << "\n" << io::describe_prediction(p) << "\n";
   io::print_bottleneck(std::cout, search::bottleneck(m, c, s));
   io::print_alternatives(std::cout, m, c, s, search::knowledge{search::knowledge{}.tiny_bytes, o.allow_lossy});
+  io::print_fabric(std::cout, io::fabric_checks(c, s));
+  if (!o.dot.empty()) {
+    write_file(o.dot, graph::to_dot(c), "dot");
+    std::cout << "wrote " << o.dot << "\n";
+  }
   if (!o.in.timeline.empty()) {
     write_file(o.in.timeline, io::timeline_svg(m, s, p, m.name + " on " + c.name + ": " + s.name), "timeline");
     std::cout << "wrote " << o.in.timeline << "\n";
@@ -49,6 +57,7 @@ subcommand add_explain(CLI::App& app) {
   auto* sub = app.add_subcommand("explain", "show and cost a strategy file");
   add_model_cluster(sub, o->in);
   sub->add_option("strategy", o->strategy, "strategy JSON file")->required();
+  sub->add_option("--dot", o->dot, "write the cluster graph (devices, switches, NICs, links) as Graphviz text");
   sub->add_flag("--all-groups", o->all_groups, "list every group on its own row");
   sub->add_flag("--allow-lossy", o->allow_lossy, "let the alternatives use lossy compression (fp16/bf16)");
   return {sub, [o](program&) { return run_explain(*o); }};

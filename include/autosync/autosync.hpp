@@ -6,7 +6,8 @@
 //   <autosync/io/json.hpp>, <autosync/io/svg.hpp>             files and pictures (nlohmann-json)
 //   <autosync/strategy/dispatch.hpp>                          descriptor -> types (Boost.Hana)
 //   <autosync/strategy/emit.hpp>                              strategy -> C++ header
-//   <autosync/graph.hpp>                                      the cluster as a graph (Boost.Graph)
+//   <autosync/graph.hpp>, <autosync/io/fabric_report.hpp>    the cluster as a graph (Boost.Graph): cuts,
+//                                                             ring order; the cost model held against them
 //   <autosync/exec/...>                                       plans and executors (MPI: exec/mpi/)
 #pragma once
 
