@@ -73,25 +73,15 @@ int run_calibrate_log(const calibrate_opts& co) {
     throw error("--algorithm", "unknown algorithm '" + co.algorithm + "' (valid: " + std::string(valid_names_list<cost::collective_algorithm>()) + ")");
   // the data-sheet machine: the base cluster's first worker node, N x G
   const cluster_spec base = load_cluster(co.cluster);
-  const node_spec* proto = nullptr;
-  for (const auto& n : base.nodes)
-    if (!n.server_only) {
-      proto = &n;
-      break;
-    }
-  if (!proto) throw error("--cluster", "'" + co.cluster + "' has no worker node to take the data sheet from");
-  cluster_spec c = base;
-  c.backend = collective_backend::nccl;
-  c.nodes.clear();
-  for (int i = 0; i < co.nodes; ++i) {
-    node_spec n = *proto;
-    n.name = "n-" + std::to_string(i);
-    n.devices = co.devices_per_node;
-    c.nodes.push_back(n);
+  cluster_spec c;
+  try {
+    c = cost::datasheet_machine(base, co.nodes, co.devices_per_node);
+  } catch (const error& e) {
+    if (e.field() == "cluster") throw error("--cluster", "'" + co.cluster + "' has no worker node to take the data sheet from");
+    throw;
   }
   if (!co.transport.empty() && !parse_enum(co.transport, c.transport.kind))
     throw error("--transport", "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ")");
-  c.name = std::to_string(co.nodes) + "x" + std::to_string(co.devices_per_node) + " " + base.device + " (calibrated)";
   // the log's rows
   const auto log = cost::nccl_tests::load(co.nccl_tests);
   const cost::nccl_tests::section* sec = nullptr;

@@ -3,6 +3,8 @@
 // log; the unseen GPUDirect-TCPXO machine is predicted from data sheets alone.
 #include "nccl_lowshot.hpp"
 
+#include <autosync/zoo/clusters.hpp>
+
 #include <doctest/doctest.h>
 
 using namespace autosync;
@@ -45,4 +47,27 @@ TEST_CASE("low-shot calibration: the unseen GPUDirect-TCPXO machine from data sh
   const auto f = cost::make_fabric(tcpxo->cluster);
   const double t8 = cost::predict(f, lowshot::target_of(*tcpxo), pts.front().bytes);
   CHECK(t8 == doctest::Approx(pts.front().seconds).epsilon(0.35));
+}
+
+TEST_CASE("datasheet_machine: the base's worker node, N x G, NCCL; bad arguments name the field") {
+  const auto c = cost::datasheet_machine(zoo::make_cluster("dgx-h100-x1"), 2, 4, "gpudirect_tcp");
+  REQUIRE(c.nodes.size() == 2);
+  CHECK(c.world_size() == 8);
+  CHECK(c.backend == collective_backend::nccl);
+  CHECK(c.transport.kind == transport_kind::gpudirect_tcp);
+  CHECK(c.nodes[1].nic.bandwidth == zoo::make_cluster("dgx-h100-x1").nodes[0].nic.bandwidth);
+  CHECK_THROWS_WITH_AS((void)cost::datasheet_machine(c, 0, 4), "'nodes': must be in [1, 65536], got 0", autosync::error);
+  CHECK_THROWS_WITH_AS((void)cost::datasheet_machine(c, 1, 2000), "'devices_per_node': must be in [1, 1024], got 2000", autosync::error);
+  try {
+    (void)cost::datasheet_machine(c, 1, 8, "carrier-pigeon");
+    FAIL("expected an error");
+  } catch (const autosync::error& e) {
+    CHECK(e.field() == "transport");
+  }
+  cluster_spec servers_only = c;
+  for (auto& n : servers_only.nodes) {
+    n.server_only = true;
+    n.devices = 0;
+  }
+  CHECK_THROWS_AS((void)cost::datasheet_machine(servers_only, 1, 8), autosync::error);
 }

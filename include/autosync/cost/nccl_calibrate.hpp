@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autosync::cost {
@@ -169,6 +170,37 @@ inline constexpr double max_log = 4.1588830833596715;  // ln 64
     if (out.empty() || out.back() != j) out.push_back(j);
   }
   return out;
+}
+
+// The data-sheet machine of N nodes x G devices: `base`'s first worker node (its device, links,
+// NICs and compute) replicated N times with G devices each, backend NCCL, the transport of
+// `base` unless `transport` names another. What `autosync calibrate` fits to an nccl-tests log
+// and what a GPU job fits to its own measurements (exec/nccl/calibrate.hpp).
+[[nodiscard]] inline cluster_spec datasheet_machine(const cluster_spec& base, int nodes, int devices_per_node,
+                                                    std::string_view transport = {}) {
+  if (nodes < 1 || nodes > 65536) throw error("nodes", "must be in [1, 65536], got " + std::to_string(nodes));
+  if (devices_per_node < 1 || devices_per_node > 1024)
+    throw error("devices_per_node", "must be in [1, 1024], got " + std::to_string(devices_per_node));
+  const node_spec* proto = nullptr;
+  for (const auto& n : base.nodes)
+    if (!n.server_only) {
+      proto = &n;
+      break;
+    }
+  if (!proto) throw error("cluster", "'" + base.name + "' has no worker node to take the data sheet from");
+  cluster_spec c = base;
+  c.backend = collective_backend::nccl;
+  c.nodes.clear();
+  for (int i = 0; i < nodes; ++i) {
+    node_spec n = *proto;
+    n.name = "n-" + std::to_string(i);
+    n.devices = devices_per_node;
+    c.nodes.push_back(n);
+  }
+  if (!transport.empty() && !parse_enum(transport, c.transport.kind))
+    throw error("transport", "unknown transport '" + std::string(transport) + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ")");
+  c.name = std::to_string(nodes) + "x" + std::to_string(devices_per_node) + " " + base.device + " (calibrated)";
+  return c;
 }
 
 }  // namespace autosync::cost
