@@ -267,11 +267,10 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
     std::vector<strategy_desc> cands;
     std::vector<double> scores;
     std::vector<char> forced;
+    std::set<std::string> cand_keys;  // one serialization per candidate (not one per pair)
     auto consider = [&](strategy_desc s, bool force) {
-      const auto key = strategy_key(s);
-      if (tried.count(key)) return;
-      for (const auto& x : cands)
-        if (strategy_key(x) == key) return;
+      auto key = strategy_key(s);
+      if (tried.count(key) || !cand_keys.insert(std::move(key)).second) return;
       scores.push_back(ev(m, c, s).iteration);
       forced.push_back(force ? 1 : 0);
       cands.push_back(std::move(s));
