@@ -77,6 +77,12 @@ class typed_bucket_runner : public host_bucket_runner<B> {
   void run(std::uint32_t bi, std::span<const gradient> grads) {
     run_group(this->compiled().buckets[bi].group, bi, grads, std::make_index_sequence<S::size>{});
   }
+  // Buckets [first, last): one bucket through run() above; a parameter-server batch (several
+  // uncompressed pieces on distinct servers) through the base runner's concurrent exchange.
+  void run_batch(std::uint32_t first, std::uint32_t last, std::span<const gradient> grads) {
+    if (last - first <= 1) return run(first, grads);
+    host_bucket_runner<B>::run_batch(first, last, grads);
+  }
 
  private:
   template <std::size_t... I>
