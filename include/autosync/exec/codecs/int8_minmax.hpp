@@ -57,13 +57,31 @@ inline constexpr std::size_t default_chunk = 1024;
 namespace detail {
 
 inline void encode_chunk(const float* x, std::size_t n, unsigned char* out) noexcept {
-  float mn = x[0], mx = x[0];
-  bool finite = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    mn = std::min(mn, x[i]);
-    mx = std::max(mx, x[i]);
-    finite = finite && std::isfinite(x[i]);
+  // min, max and finiteness in 8 lanes (x * 0 is NaN exactly for inf and NaN), so the scan
+  // vectorizes; the lanes are folded at the end.
+  constexpr std::size_t V = 8;
+  float lmn[V], lmx[V], lz[V];
+  for (std::size_t k = 0; k < V; ++k) lmn[k] = lmx[k] = x[0], lz[k] = 0.0f;
+  std::size_t e = 0;
+  for (; e + V <= n; e += V)
+    for (std::size_t k = 0; k < V; ++k) {
+      const float v = x[e + k];
+      lmn[k] = v < lmn[k] ? v : lmn[k];
+      lmx[k] = v > lmx[k] ? v : lmx[k];
+      lz[k] += v * 0.0f;
+    }
+  for (; e < n; ++e) {
+    lmn[0] = x[e] < lmn[0] ? x[e] : lmn[0];
+    lmx[0] = x[e] > lmx[0] ? x[e] : lmx[0];
+    lz[0] += x[e] * 0.0f;
   }
+  float mn = lmn[0], mx = lmx[0], z = 0.0f;
+  for (std::size_t k = 0; k < V; ++k) {
+    mn = std::min(mn, lmn[k]);
+    mx = std::max(mx, lmx[k]);
+    z += lz[k];
+  }
+  const bool finite = z == 0.0f;
   if (!finite) mn = mx = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(out, &mn, sizeof mn);
   std::memcpy(out + sizeof mn, &mx, sizeof mx);

@@ -148,6 +148,7 @@ inline void encode(std::span<const float> x, std::span<unsigned char> out, const
   if (bucket == 0 || !valid(lv) || out.size() < wire_bytes(x.size(), L, bucket)) return;
   const int ib = index_bits(L);
   const float* l = lv.l.data();
+  const bool uniform = lv == uniform_levels(L);
   unsigned char* o = out.data();
   for (std::size_t b0 = 0; b0 < x.size(); b0 += bucket) {
     const std::size_t k = std::min(bucket, x.size() - b0);
@@ -157,9 +158,18 @@ inline void encode(std::span<const float> x, std::span<unsigned char> out, const
     detail::bit_writer w{o + sizeof nrm};
     const float inv = nrm > 0.0f && std::isfinite(nrm) ? 1.0f / nrm : 0.0f;
     for (std::size_t i = 0; i < k; ++i) {
-      const float u = std::min(std::abs(v[i]) * inv, 1.0f);
-      // l[j] <= u < l[j+1] (u == 1: j = L - 1 and the draw always rounds up)
-      const auto j = static_cast<int>(std::upper_bound(l, l + L, u) - l) - 1;
+      float u = std::abs(v[i]) * inv;
+      u = u < 1.0f ? u : 1.0f;  // and NaN -> 1 (its norm is NaN too: it decodes to NaN)
+      // l[j] <= u < l[j+1] (u == 1: j = L - 1 and the draw always rounds up); uniform levels
+      // by a multiply (corrected by one step where the product rounds across a level)
+      int j;
+      if (uniform) {
+        j = std::min(static_cast<int>(u * static_cast<float>(L)), L - 1);
+        if (u < l[j]) --j;
+        else if (j + 1 < L && u >= l[j + 1]) ++j;
+      } else {
+        j = static_cast<int>(std::upper_bound(l, l + L, u) - l) - 1;
+      }
       const float lo = l[j], hi = l[j + 1];
       const float pr = (u - lo) / (hi - lo);
       const int sent = rng.uniform(offset + b0 + i) < pr ? j + 1 : j;
@@ -201,7 +211,7 @@ inline void decode(std::span<const unsigned char> in, std::span<float> x, const 
   const float* l = lv.l.data();
   const int L = lv.count();
   for (float x : u) {
-    const float c = std::min(std::max(x, 0.0f), 1.0f);
+    const float c = x < 1.0f ? (x > 0.0f ? x : 0.0f) : 1.0f;  // NaN -> 1
     const auto j = static_cast<int>(std::upper_bound(l, l + L, c) - l) - 1;
     s += (static_cast<double>(l[j + 1]) - c) * (static_cast<double>(c) - l[j]);
   }

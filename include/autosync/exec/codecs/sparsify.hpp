@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -57,18 +58,34 @@ inline constexpr std::size_t pair_bytes = sizeof(std::uint32_t) + sizeof(float);
   return std::max(target, schedule[std::min(step, 3)]);
 }
 
-// Indices of the k largest |a_i| (ties: the lower index), ascending.
+// Indices of the k largest |a_i| (ties: the lower index), ascending. The k-th largest
+// magnitude is found by nth_element on a copy of the magnitudes (no index indirection); one
+// scan then takes every element above it and the lowest-indexed ones equal to it. NaN
+// magnitudes are never selected (they stay in the residual, visible there).
 [[nodiscard]] inline std::vector<std::uint32_t> top_k_indices(std::span<const float> a, std::size_t k) {
-  std::vector<std::uint32_t> idx(a.size());
-  std::iota(idx.begin(), idx.end(), 0u);
   k = std::min(k, a.size());
-  auto before = [&](std::uint32_t x, std::uint32_t y) {
-    const float ax = std::abs(a[x]), ay = std::abs(a[y]);
-    return ax > ay || (ax == ay && x < y);  // NaN compares false both ways: ordered by index
-  };
-  if (k < a.size()) std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), before);
-  idx.resize(k);
-  std::sort(idx.begin(), idx.end());
+  std::vector<std::uint32_t> idx;
+  if (k == 0) return idx;
+  std::vector<float> mag;
+  mag.reserve(a.size());
+  for (float v : a)
+    if (!std::isnan(v)) mag.push_back(std::abs(v));
+  k = std::min(k, mag.size());
+  if (k == 0) return idx;
+  std::nth_element(mag.begin(), mag.begin() + static_cast<std::ptrdiff_t>(k - 1), mag.end(), std::greater<float>());
+  const float t = mag[k - 1];
+  std::size_t above = 0;
+  for (std::size_t i = 0; i < k - 1; ++i) above += mag[i] > t;
+  std::size_t ties = k - above;  // how many elements equal to t to take, lowest index first
+  idx.reserve(k);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const float m = std::abs(a[i]);
+    if (m > t) idx.push_back(static_cast<std::uint32_t>(i));
+    else if (m == t && ties > 0) {
+      idx.push_back(static_cast<std::uint32_t>(i));
+      --ties;
+    }
+  }
   return idx;
 }
 
