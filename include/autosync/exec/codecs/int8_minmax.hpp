@@ -14,7 +14,8 @@
 // BAGUA's kernel quantizes x * scale against rint(max * scale) - 255; quantizing x - min instead
 // keeps the product in [0, 255] for any offset (BAGUA's form loses precision once |x| * scale
 // passes 2^24), and the rounding is the float "magic number" trick (add and subtract 1.5 * 2^23),
-// exact round-to-nearest-even on [0, 2^22) that vectorizes with plain SSE2.
+// exact round-to-nearest-even on [0, 2^22) that vectorizes with plain SSE2. The per-element
+// arithmetic is exec/codecs/element.hpp's, shared with the CUDA kernels (same bytes).
 //
 // The sum of p ranks' buckets (ByteGrad's scatter-gather, exec/ drives the collectives):
 //   reduce-scatter of quantized chunks: rank r receives every rank's chunk r, decodes and sums
@@ -26,6 +27,8 @@
 // Non-finite input: a chunk holding inf or NaN has a non-finite header and decodes to NaN, so
 // the fault is visible in the result (as an uncompressed sum of inf and -inf would be).
 #pragma once
+
+#include <autosync/exec/codecs/element.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -99,20 +102,7 @@ inline void encode_chunk(const float* x, std::size_t n, unsigned char* out) noex
     return;
   }
   const float scale = 255.0f / range;
-  // Round to nearest even on [0, 255]: v + 1.5 * 2^23 lands in [2^23, 2^24), where a float's
-  // quantum is 1, so the addition rounds and the subtraction is exact.
-  const float m = 12582912.0f;
-  constexpr std::size_t B = 256;
-  float tmp[B];
-  for (std::size_t i0 = 0; i0 < n; i0 += B) {
-    const std::size_t k = std::min(B, n - i0);
-    for (std::size_t i = 0; i < k; ++i) {
-      float v = (x[i0 + i] - mn) * scale;
-      v = std::min(std::max(v, 0.0f), 255.0f);
-      tmp[i] = (v + m) - m;
-    }
-    for (std::size_t i = 0; i < k; ++i) q[i0 + i] = static_cast<unsigned char>(tmp[i]);
-  }
+  for (std::size_t i = 0; i < n; ++i) q[i] = element::int8_quantize(x[i], mn, scale);
 }
 
 inline void decode_chunk(const unsigned char* in, std::size_t n, float* x, bool add) noexcept {
@@ -130,9 +120,9 @@ inline void decode_chunk(const unsigned char* in, std::size_t n, float* x, bool 
   }
   const float step = static_cast<float>(drange / 255.0);
   if (add)
-    for (std::size_t i = 0; i < n; ++i) x[i] += mn + static_cast<float>(q[i]) * step;
+    for (std::size_t i = 0; i < n; ++i) x[i] += element::int8_dequantize(q[i], mn, step);
   else
-    for (std::size_t i = 0; i < n; ++i) x[i] = mn + static_cast<float>(q[i]) * step;
+    for (std::size_t i = 0; i < n; ++i) x[i] = element::int8_dequantize(q[i], mn, step);
 }
 
 }  // namespace detail

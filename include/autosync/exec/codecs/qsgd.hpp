@@ -2,8 +2,10 @@
 // ALQ and AMQ.
 //
 // A bucket v of d elements (the last one shorter) travels as its norm (a float) and, per
-// element, a sign bit and a level index: 1 + ceil(log2(L + 1)) bits, packed LSB first and padded
-// to a byte per bucket. The magnitude levels are 0 = l_0 < l_1 < ... < l_L = 1:
+// element, a sign bit and a level index: 1 + ceil(log2(L + 1)) bits, packed LSB first into
+// little-endian 32-bit words (each bucket's payload padded to a whole word, so the CUDA kernels
+// pack with 32-bit atomics; exec/codecs/element.hpp has the per-element code both use, and the
+// norm's fixed summation order). The magnitude levels are 0 = l_0 < l_1 < ... < l_L = 1:
 //
 //   QSGD    (Alistarh et al., NeurIPS 2017)        l_j = j / s                    (L = s)
 //   NUQSGD  (Ramezani-Kebrya et al., JMLR 2021)    0, m^(L-1), ..., m^2, m, 1     (m = 1/2)
@@ -33,6 +35,7 @@
 // Refit schedule (the reference's): at iterations 100 and 2000, then every 10,000.
 #pragma once
 
+#include <autosync/exec/codecs/element.hpp>
 #include <autosync/exec/codecs/random.hpp>
 
 #include <algorithm>
@@ -78,11 +81,15 @@ struct levels {
   return true;
 }
 
-[[nodiscard]] constexpr int index_bits(int L) noexcept { return std::bit_width(static_cast<unsigned>(L)); }
-[[nodiscard]] constexpr int bits_per_element(int L) noexcept { return 1 + index_bits(L); }
+[[nodiscard]] AUTOSYNC_CODEC_HD constexpr int index_bits(int L) noexcept {
+  int b = 0;
+  for (auto u = static_cast<unsigned>(L); u != 0; u >>= 1) ++b;  // bit_width (host and device)
+  return b;
+}
+[[nodiscard]] AUTOSYNC_CODEC_HD constexpr int bits_per_element(int L) noexcept { return 1 + index_bits(L); }
 
-[[nodiscard]] constexpr std::size_t bucket_bytes(std::size_t k, int L) noexcept {
-  return sizeof(float) + (k * static_cast<std::size_t>(bits_per_element(L)) + 7) / 8;
+[[nodiscard]] AUTOSYNC_CODEC_HD constexpr std::size_t bucket_bytes(std::size_t k, int L) noexcept {
+  return sizeof(float) + 4 * ((k * static_cast<std::size_t>(bits_per_element(L)) + 31) / 32);
 }
 [[nodiscard]] constexpr std::size_t wire_bytes(std::size_t n, int L, std::size_t bucket = default_bucket) noexcept {
   if (bucket == 0) return 0;
@@ -98,9 +105,13 @@ inline float norm_of(const float* v, std::size_t k, norm_kind nk) noexcept {
     for (std::size_t i = 0; i < k; ++i) m = std::max(m, std::abs(v[i]));
     return m;
   }
-  double s = 0.0;
-  for (std::size_t i = 0; i < k; ++i) s += static_cast<double>(v[i]) * v[i];
-  return static_cast<float>(std::sqrt(s));
+  // element.hpp's order: lanes of strided sums, then a pairwise tree (what a GPU block does)
+  constexpr auto lanes = static_cast<std::size_t>(element::norm_lanes);
+  double lane[lanes] = {};
+  for (std::size_t i = 0; i < k; ++i) lane[i % lanes] = element::dmul_add(lane[i % lanes], v[i]);
+  for (std::size_t h = lanes / 2; h > 0; h /= 2)
+    for (std::size_t j = 0; j < h; ++j) lane[j] = element::dadd(lane[j], lane[j + h]);
+  return static_cast<float>(std::sqrt(lane[0]));
 }
 
 struct bit_writer {
@@ -156,27 +167,12 @@ inline void encode(std::span<const float> x, std::span<unsigned char> out, const
     const float nrm = detail::norm_of(v, k, nk);
     std::memcpy(o, &nrm, sizeof nrm);
     detail::bit_writer w{o + sizeof nrm};
-    const float inv = nrm > 0.0f && std::isfinite(nrm) ? 1.0f / nrm : 0.0f;
-    for (std::size_t i = 0; i < k; ++i) {
-      float u = std::abs(v[i]) * inv;
-      u = u < 1.0f ? u : 1.0f;  // and NaN -> 1 (its norm is NaN too: it decodes to NaN)
-      // l[j] <= u < l[j+1] (u == 1: j = L - 1 and the draw always rounds up); uniform levels
-      // by a multiply (corrected by one step where the product rounds across a level)
-      int j;
-      if (uniform) {
-        j = std::min(static_cast<int>(u * static_cast<float>(L)), L - 1);
-        if (u < l[j]) --j;
-        else if (j + 1 < L && u >= l[j + 1]) ++j;
-      } else {
-        j = static_cast<int>(std::upper_bound(l, l + L, u) - l) - 1;
-      }
-      const float lo = l[j], hi = l[j + 1];
-      const float pr = (u - lo) / (hi - lo);
-      const int sent = rng.uniform(offset + b0 + i) < pr ? j + 1 : j;
-      w.put(static_cast<std::uint32_t>(sent) | (std::signbit(v[i]) && sent > 0 ? 1u << ib : 0u), ib + 1);
-    }
+    const float inv = nrm > 0.0f && std::isfinite(nrm) ? element::div(1.0f, nrm) : 0.0f;
+    for (std::size_t i = 0; i < k; ++i)
+      w.put(element::qsgd_code(v[i], inv, l, L, uniform, ib, rng.uniform(offset + b0 + i)), ib + 1);
     w.flush();
-    o = w.out;
+    while (w.out < o + bucket_bytes(k, L)) *w.out++ = 0;  // the word padding: defined bytes
+    o += bucket_bytes(k, L);
   }
 }
 
@@ -193,10 +189,7 @@ inline void decode(std::span<const unsigned char> in, std::span<float> x, const 
     std::memcpy(&nrm, p, sizeof nrm);
     detail::bit_reader r{p + sizeof nrm};
     for (std::size_t i = 0; i < k; ++i) {
-      const std::uint32_t c = r.get(ib + 1);
-      const auto j = static_cast<std::size_t>(c & ((1u << ib) - 1));
-      const float mag = nrm * lv.l[std::min<std::size_t>(j, static_cast<std::size_t>(L))];
-      const float v = (c >> ib) ? -mag : mag;
+      const float v = element::qsgd_value(r.get(ib + 1), nrm, lv.l.data(), L, ib);
       x[b0 + i] = add ? x[b0 + i] + v : v;
     }
     p += bucket_bytes(k, L);

@@ -15,9 +15,16 @@
 
 #include <cstdint>
 
+// Host and device: the CUDA codec kernels (exec/nccl/codec_kernels.cuh) draw the same numbers.
+#if defined(__CUDACC__)
+#define AUTOSYNC_CODEC_HD __host__ __device__ __forceinline__
+#else
+#define AUTOSYNC_CODEC_HD inline
+#endif
+
 namespace autosync::exec::codecs {
 
-[[nodiscard]] constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
+[[nodiscard]] AUTOSYNC_CODEC_HD constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -27,17 +34,17 @@ namespace autosync::exec::codecs {
 // A stream of random words: one per counter value, independent of the call order.
 struct counter_rng {
   std::uint64_t key = 0;
-  constexpr counter_rng(std::uint64_t seed, std::uint64_t stream) noexcept : key(splitmix64(seed ^ splitmix64(stream))) {}
-  [[nodiscard]] constexpr std::uint64_t bits(std::uint64_t i) const noexcept {
+  AUTOSYNC_CODEC_HD constexpr counter_rng(std::uint64_t seed, std::uint64_t stream) noexcept : key(splitmix64(seed ^ splitmix64(stream))) {}
+  [[nodiscard]] AUTOSYNC_CODEC_HD constexpr std::uint64_t bits(std::uint64_t i) const noexcept {
     return splitmix64(key + i * 0x9E3779B97F4A7C15ull);
   }
   // In [0, 1), a multiple of 2^-24: exact in float.
-  [[nodiscard]] constexpr float uniform(std::uint64_t i) const noexcept {
+  [[nodiscard]] AUTOSYNC_CODEC_HD constexpr float uniform(std::uint64_t i) const noexcept {
     return static_cast<float>(bits(i) >> 40) * 0x1p-24f;
   }
   // In [0, n) for n >= 1: Lemire's multiply-shift on 32 bits for n < 2^32 (bias below
   // n / 2^32), the remainder of 64 bits above.
-  [[nodiscard]] constexpr std::uint64_t below(std::uint64_t i, std::uint64_t n) const noexcept {
+  [[nodiscard]] AUTOSYNC_CODEC_HD constexpr std::uint64_t below(std::uint64_t i, std::uint64_t n) const noexcept {
     if (n <= 0xFFFFFFFFull) return ((bits(i) >> 32) * n) >> 32;
     return bits(i) % n;
   }
@@ -46,7 +53,7 @@ struct counter_rng {
 // The stream of one bucket at one iteration: every rank that compresses the same bucket at the
 // same iteration with the same seed draws the same numbers (shared randomness), and a rank's own
 // stream (stochastic rounding, where ranks must differ) adds its rank.
-[[nodiscard]] constexpr std::uint64_t stream_of(std::uint64_t bucket, std::uint64_t iteration, std::uint64_t rank = ~0ull) noexcept {
+[[nodiscard]] AUTOSYNC_CODEC_HD constexpr std::uint64_t stream_of(std::uint64_t bucket, std::uint64_t iteration, std::uint64_t rank = ~0ull) noexcept {
   return splitmix64(splitmix64(bucket) ^ (iteration * 0xD1B54A32D192ED03ull)) ^ splitmix64(rank);
 }
 
