@@ -104,8 +104,15 @@ struct strategy_desc {
   void validate_groups() const;
 };
 
-// The same group strategy for every tensor.
-[[nodiscard]] constexpr strategy_desc uniform_strategy(const model_spec& m, const group_desc& g, std::string_view name = {}) {
+// The same group strategy for every tensor. constexpr for the host compiler (tests/static
+// evaluates estimates at compile time); nvcc's front end does not take strategy_desc (its
+// std::optional member) as a literal type, so under nvcc it is a plain inline function.
+#if defined(__CUDACC__)
+#define AUTOSYNC_DETAIL_STRATEGY_CONSTEXPR inline
+#else
+#define AUTOSYNC_DETAIL_STRATEGY_CONSTEXPR constexpr
+#endif
+[[nodiscard]] AUTOSYNC_DETAIL_STRATEGY_CONSTEXPR strategy_desc uniform_strategy(const model_spec& m, const group_desc& g, std::string_view name = {}) {
   strategy_desc s{std::string(name), {g}, {}};
   s.assignments.reserve(m.tensors.size());
   for (const auto& t : m.tensors) s.assignments.push_back(assignment{t.name, 0, 0, {}});
