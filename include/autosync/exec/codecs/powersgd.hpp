@@ -26,7 +26,8 @@
 // The first Q: uniform in [-1, 1) from the shared stream (exec/codecs/random.hpp) of the seed
 // and the matrix, identical on every rank, then orthonormalized (PyTorch draws N(0, 1); any
 // draw of full column rank serves, and a uniform one needs no libm, so every platform draws
-// the same bits). A zero column (a zero gradient) stays zero instead of dividing by zero.
+// the same bits). A zero column (a zero gradient) stays zero instead of dividing by zero, and a
+// warm-start Q that came back all zero is drawn again on the next step.
 #pragma once
 
 #include <autosync/exec/codecs/random.hpp>
@@ -108,7 +109,11 @@ inline void compute_p(std::span<const float> g, std::size_t rows, std::size_t co
     for (std::size_t i = 0; i < rows * cols; ++i) st.m[i] += g[i];
   else
     std::copy(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(rows * cols), st.m.begin());
-  if (!st.started || !o.warm_start) {
+  // A warm start that a zero gradient left all zero (P = 0, so Q = M^T P = 0) would keep every
+  // later P and Q zero: it is drawn again. Every rank holds the same all-reduced Q, so every
+  // rank decides alike.
+  const bool dead = st.started && std::all_of(st.q.begin(), st.q.end(), [](float v) { return v == 0.0f; });
+  if (!st.started || !o.warm_start || dead) {
     const counter_rng rng(o.seed, matrix);
     for (std::size_t i = 0; i < st.q.size(); ++i) st.q[i] = 2.0f * rng.uniform(i) - 1.0f;
     detail::orthonormalize(st.q.data(), cols, r);
