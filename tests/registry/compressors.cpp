@@ -5,6 +5,7 @@
 // family registers it process-wide, which the other suites must not see.) The multi-rank
 // guarantees are tests/mpi/compressors.cpp.
 #include <autosync/compressors/all.hpp>
+#include <autosync/compressors/guarantee.hpp>
 
 #include <autosync/cost/estimate.hpp>
 #include <autosync/exec/hash.hpp>
@@ -366,5 +367,84 @@ TEST_CASE("compressors: each exchange on one rank") {
       for (std::size_t i = 37 * 23; i < v.size(); ++i) CHECK(v[i] == want[i]);
     }
     CHECK(comm.reduces == 2 + 3 * 2);
+  }
+}
+
+namespace {
+
+// A one-rank session whose "synchronization" runs each bucket's exchange directly (the sum of
+// one rank), or, broken, also adds 5 to one element: check_guarantees must catch that.
+struct fake_session {
+  model_spec m;
+  strategy_desc s;
+  bool broken = false;
+  std::vector<registry::bucket_exchange> ex;   // per tensor (one bucket each)
+  std::span<const exec::gradient> grads;
+  one_rank comm;
+  fake_session(model_spec mm, strategy_desc ss, bool b) : m(std::move(mm)), s(std::move(ss)), broken(b) {
+    for (std::size_t t = 0; t < m.tensors.size(); ++t) {
+      const auto& cv = s.groups[static_cast<std::size_t>(s.assignments[t].group)].compression;
+      registry::exchange_context x;
+      x.elements = static_cast<std::size_t>(m.tensors[t].elements());
+      x.seed = t;
+      if (m.tensors[t].shape.size() == 2) x.matrices = {{0, static_cast<std::size_t>(m.tensors[t].shape[0]), static_cast<std::size_t>(m.tensors[t].shape[1])}};
+      ex.push_back(is_extension_id(cv.id) ? registry::find_compression(cv.id)->make_exchange(cv.params, x) : registry::bucket_exchange{});
+    }
+  }
+  [[nodiscard]] const model_spec& model() const { return m; }
+  [[nodiscard]] const strategy_desc& strategy() const { return s; }
+  [[nodiscard]] int world_size() const { return 1; }
+  [[nodiscard]] int rank() const { return 0; }
+  void begin(std::span<const exec::gradient> g) { grads = g; }
+  void ready(std::size_t) {}
+  void finish() {
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+      if (ex[t]) ex[t](static_cast<unsigned char*>(grads[t].data), comm);
+      if (broken && t == 1) static_cast<float*>(grads[t].data)[3] += 5.0f;  // beyond every bound here
+    }
+  }
+};
+
+model_spec guarantee_model() {
+  auto m = one_tensor({12, 9});
+  for (auto shape : {std::vector<std::int64_t>{300}, std::vector<std::int64_t>{20, 15}}) {
+    tensor t;
+    t.name = "w" + std::to_string(m.tensors.size());
+    t.shape = shape;
+    t.backward_flops = 1e6;
+    m.tensors.push_back(t);
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("compressors: check_guarantees passes every compressor that keeps its promise and names the one that breaks it") {
+  const auto m = guarantee_model();
+  for (auto cv : {named("int8", {64, 0, 0}), named("qsgd", {3, 64, 0}), named("nuqsgd", {7, 8192, 0}), named("topk", {0.2, 0, 0}),
+                  named("randomk", {0.5, 0, 0}), named("powersgd", {2, 2, 2}), named("powersgd", {1, 5000, 2})}) {
+    CAPTURE(compression_name(cv));
+    strategy_desc s;
+    s.name = "g";
+    group_desc plain, lossy;
+    lossy.compression = cv;
+    s.groups = {plain, lossy};
+    s.assignments = {{"w", 0, 0, {}}, {"w1", 1, 0, {}}, {"w2", 1, 0, {}}};
+    fake_session good(m, s, false);
+    const auto ok = cs::check_guarantees(good);
+    CHECK(ok.ok());
+    // PowerSGD starting beyond the checks' reach all-reduces: its tensors join the exact line
+    const bool late_start = cv.id == stable_id("powersgd") && cv.params[1] > 256;
+    REQUIRE(ok.lines.size() == (late_start ? 1u : 2u));
+    CHECK(ok.lines[0].kind == cs::check_kind::exact);
+    CHECK(ok.lines[0].compressor == (late_start ? "none, powersgd" : "none"));
+    CHECK(ok.lines[0].tensors == (late_start ? 3u : 1u));
+    fake_session bad(m, s, true);
+    const auto no = cs::check_guarantees(bad);
+    CHECK_FALSE(no.ok());
+    bool named_it = false;
+    for (const auto& l : no.lines)
+      if (!l.ok) named_it = named_it || l.detail.find("w1") != std::string::npos;
+    CHECK(named_it);
   }
 }
