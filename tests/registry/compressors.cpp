@@ -274,6 +274,14 @@ TEST_CASE("compressors: the search proposes them only with allow_lossy, inside t
   CHECK(v->what.find("budget") != std::string::npos);
   CHECK(search::lossy_opt_in({m, c, search::knowledge{64, false}}, s).has_value());
   CHECK_FALSE(search::lossy_opt_in({m, c, search::knowledge{64, true}}, s).has_value());
+  // an exchange replaces a collective: not in a parameter-server group
+  CHECK_FALSE(search::exchange_in_collective({m, c, k}, s).has_value());
+  auto ps = s;
+  ps.groups[0].architecture = architecture_kind::parameter_server;
+  const auto w = search::exchange_in_collective({m, c, k}, ps);
+  REQUIRE(w.has_value());
+  CHECK(w->field == "groups[0].compression");
+  CHECK(w->what.find("parameter_server") != std::string::npos);
 }
 
 TEST_CASE("compressors: optimize's table gives each group its bits per element and its busy time") {

@@ -296,12 +296,29 @@ inline std::optional<violation> lossy_opt_in(const context& cx, const strategy_d
   return std::nullopt;
 }
 
+// A registered compressor that owns its exchange (registry::compression_entry::make_exchange)
+// replaces the group's collective on the world's ranks: the cost model prices it as an
+// all-reduce, so it belongs to all_reduce and sharded groups (parameter servers would be priced
+// as transfers to servers that never see the bytes).
+inline std::optional<violation> exchange_in_collective(const context&, const strategy_desc& s) {
+  for (std::size_t g = 0; g < s.groups.size(); ++g) {
+    const auto& gr = s.groups[g];
+    if (!is_extension_id(gr.compression.id) || is_collective(gr.architecture)) continue;
+    const auto* e = registry::find_compression(gr.compression.id);
+    if (e && e->make_exchange)
+      return violation{"exchange_in_collective", detail::group_field(g, ".compression"),
+                       "compressor '" + e->name + "' replaces the collective: it needs an all_reduce or sharded group, not " +
+                           std::string(name_of(gr.architecture))};
+  }
+  return std::nullopt;
+}
+
 struct constraint {
   std::string_view name;
   predicate check;
 };
 
-inline constexpr std::array<constraint, 8> all_constraints{{
+inline constexpr std::array<constraint, 9> all_constraints{{
     {"sparse_not_collective", &sparse_not_collective},
     {"tiny_tensors_fused", &tiny_tensors_fused},
     {"partition_axes_valid", &partition_axes_valid},
@@ -310,6 +327,7 @@ inline constexpr std::array<constraint, 8> all_constraints{{
     {"hierarchical_useful", &hierarchical_useful},
     {"no_tree_for_sharded", &no_tree_for_sharded},
     {"lossy_opt_in", &lossy_opt_in},
+    {"exchange_in_collective", &exchange_in_collective},
 }};
 
 // The first violation of each constraint (empty: the strategy obeys every rule).
