@@ -140,6 +140,9 @@ struct exchange_context {
   dtype type = dtype::f32;
   std::vector<bucket_matrix> matrices;   // in bucket order, non-overlapping
   std::uint64_t seed = 0;                // the bucket's identity: the same on every rank
+  // Where an exchange reports what it decided (e.g. Accordion's level and ratio): the executor
+  // keeps each note with its bucket and iteration, and trial records carry them. May be empty.
+  std::function<void(std::string_view key, double value)> note;
 };
 // Called once per iteration: data holds this rank's packed bucket (`elements` of the context's
 // type) and, on return, the sum over the world's ranks.
