@@ -21,9 +21,10 @@
 // interval in epochs (switch_freq 5 or 10); an exchange sees iterations, so `interval` is in
 // iterations (default 100).
 //
-// State. Each level keeps its own exchange. PowerSGD's is rebuilt when it is switched to (a new
-// rank needs a new Q; the reference zeroes its memory likewise), top-k's are kept (a residual
-// stays owed at any density, so error feedback still conserves the sum across switches).
+// State. PowerSGD's exchange is rebuilt when its level is switched to (a new rank needs a new Q;
+// the reference zeroes its memory likewise); top-k keeps one exchange whose density follows the
+// level (its residual stays owed at any density, so error feedback conserves the sum across
+// switches); int8 has no state.
 // PowerSGD here starts at iteration 0 with min_compression_rate 2 (PyTorch's default).
 //
 // Cost and budget. The cost model and the lossy budget price the high-compression level (the
@@ -42,7 +43,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,13 +90,6 @@ struct accordion_int8 {
 namespace accordion_detail {
 namespace acc = exec::codecs::accordion;
 
-// One level: an inner compressor with its parameters, or none (a plain all-reduce).
-struct level_spec {
-  const registry::compression_entry* inner = nullptr;  // nullptr: none
-  param_list params{};
-  bool rebuild_on_switch = false;
-};
-
 // The inner entries, built once (not looked up in the registry: registration order is free).
 inline const registry::compression_entry& powersgd_inner() {
   static const registry::compression_entry e = powersgd_entry();
@@ -108,17 +104,20 @@ inline const registry::compression_entry& int8_inner() {
   return e;
 }
 
+// The two levels of one bucket: run(data, comm, level) exchanges at that level (0 critical,
+// 1 high compression); switched(level) is told before the first run at a new level.
+struct levels {
+  std::function<void(unsigned char*, registry::exchange_comm&, int)> run;
+  std::function<void(int)> switched;
+};
+
 class exchange {
  public:
-  exchange(level_spec critical, level_spec high, std::int64_t interval, registry::exchange_context x)
-      : spec_{std::move(critical), std::move(high)}, interval_(interval < 1 ? 1 : interval), x_(std::move(x)), acc_(x_.elements, 0.0) {
-    for (int l = 0; l < 2; ++l) build(l);
-  }
+  exchange(levels l, std::int64_t interval, registry::exchange_context x)
+      : levels_(std::move(l)), interval_(interval < 1 ? 1 : interval), x_(std::move(x)), acc_(x_.elements, 0.0) {}
 
   void operator()(unsigned char* data, registry::exchange_comm& comm) {
-    const int l = static_cast<int>(current_);
-    if (spec_[l].inner) xs_[l](data, comm);
-    else comm.all_reduce(reinterpret_cast<float*>(data), x_.elements);
+    levels_.run(data, comm, static_cast<int>(current_));
     const auto sum = floats(data, x_.elements);
     for (std::size_t i = 0; i < sum.size(); ++i) acc_[i] += static_cast<double>(sum[i]);
     if (++steps_ % interval_ != 0) return;
@@ -139,16 +138,12 @@ class exchange {
       x_.note("accordion.level", next == acc::level::high_compression ? 1.0 : 0.0);
       x_.note("accordion.ratio", static_cast<double>(msg[1]));
     }
-    if (next != current_ && spec_[static_cast<int>(next)].rebuild_on_switch) build(static_cast<int>(next));
+    if (next != current_ && levels_.switched) levels_.switched(static_cast<int>(next));
     current_ = next;
   }
 
  private:
-  void build(int l) {
-    if (spec_[l].inner) xs_[l] = spec_[l].inner->make_exchange(spec_[l].params, x_);
-  }
-  level_spec spec_[2];  // [low_compression (critical), high_compression]
-  registry::bucket_exchange xs_[2];
+  levels levels_;
   std::int64_t interval_ = 100;
   registry::exchange_context x_;
   std::vector<double> acc_;
@@ -156,6 +151,41 @@ class exchange {
   acc::detector detector_;  // meaningful on rank 0
   acc::level current_ = acc::level::low_compression;
 };
+
+// PowerSGD at rank q[0] (critical) or q[1], from iteration 0; the new level's exchange is built
+// afresh when it is switched to (a new rank needs a new Q, as the reference zeroes its memory).
+inline levels powersgd_levels(const param_list& q, const registry::exchange_context& x) {
+  struct both {
+    param_list p[2];
+    registry::exchange_context x;
+    registry::bucket_exchange ex[2];
+  };
+  auto b = std::make_shared<both>(both{{param_list{q[0], 0, 2.0}, param_list{q[1], 0, 2.0}}, x, {}});
+  b->ex[0] = powersgd_inner().make_exchange(b->p[0], b->x);
+  return levels{[b](unsigned char* d, registry::exchange_comm& c, int l) { b->ex[l](d, c); },
+                [b](int l) { b->ex[l] = powersgd_inner().make_exchange(b->p[l], b->x); }};
+}
+// One top-k exchange whose density follows the level: its residual stays owed at any density,
+// so error feedback conserves the sum across switches.
+inline levels topk_levels(const param_list& q, const registry::exchange_context& x) {
+  auto tk = std::make_shared<topk_detail::exchange>(topk_detail::exchange{x.elements, q[0], {}, {}, {}, {}, {}});
+  const double d[2] = {q[0], q[1]};
+  return levels{[tk, d0 = d[0], d1 = d[1]](unsigned char* data, registry::exchange_comm& c, int l) {
+                  tk->density = l == 0 ? d0 : d1;
+                  (*tk)(data, c);
+                },
+                {}};
+}
+// A plain all-reduce (critical) or int8 min-max with 1024-element chunks.
+inline levels int8_levels(const registry::exchange_context& x) {
+  auto q8 = std::make_shared<registry::bucket_exchange>(int8_inner().make_exchange(param_list{1024, 0, 0}, x));
+  const std::size_t n = x.elements;
+  return levels{[q8, n](unsigned char* data, registry::exchange_comm& c, int l) {
+                  if (l == 0) c.all_reduce(reinterpret_cast<float*>(data), n);
+                  else (*q8)(data, c);
+                },
+                {}};
+}
 
 // An Accordion entry over `inner` whose high-compression parameters are high(q): its cost, bits
 // and exchange kind are the high level's.
@@ -189,9 +219,8 @@ inline registry::compression_entry accordion_powersgd_entry() {
   auto e = ad::entry(
       "accordion_powersgd",
       {{"critical_rank", 2.0, 1.0, 1024.0, true}, {"rank", 1.0, 1.0, 1024.0, true}, {"interval", 100.0, 1.0, 1e12, true}}, ad::powersgd_inner(), high,
-      [high](const param_list& q, const registry::exchange_context& x) {
-        return registry::bucket_exchange(ad::exchange(ad::level_spec{&ad::powersgd_inner(), {q[0], 0, 2.0}, true},
-                                                      ad::level_spec{&ad::powersgd_inner(), high(q), true}, static_cast<std::int64_t>(q[2]), x));
+      [](const param_list& q, const registry::exchange_context& x) {
+        return registry::bucket_exchange(ad::exchange(ad::powersgd_levels(q, x), static_cast<std::int64_t>(q[2]), x));
       },
       [](const param_list& q) {
         return "autosync::compressors::accordion_powersgd<" + std::to_string(static_cast<int>(q[0])) + ", " + std::to_string(static_cast<int>(q[1])) +
@@ -207,9 +236,8 @@ inline registry::compression_entry accordion_topk_entry() {
   auto e = ad::entry(
       "accordion_topk", {{"critical_density", 0.99, 1e-6, 1.0, false}, {"density", 0.1, 1e-6, 1.0, false}, {"interval", 100.0, 1.0, 1e12, true}},
       ad::topk_inner(), high,
-      [high](const param_list& q, const registry::exchange_context& x) {
-        return registry::bucket_exchange(ad::exchange(ad::level_spec{&ad::topk_inner(), {q[0], 0, 0}, false},
-                                                      ad::level_spec{&ad::topk_inner(), high(q), false}, static_cast<std::int64_t>(q[2]), x));
+      [](const param_list& q, const registry::exchange_context& x) {
+        return registry::bucket_exchange(ad::exchange(ad::topk_levels(q, x), static_cast<std::int64_t>(q[2]), x));
       },
       [](const param_list& q) {
         return "autosync::compressors::accordion_topk<" + spell(q[0]) + ", " + spell(q[1]) + ", " + std::to_string(static_cast<long long>(q[2])) + ">";
@@ -223,9 +251,8 @@ inline registry::compression_entry accordion_int8_entry() {
   auto high = [](const param_list&) { return param_list{1024, 0, 0}; };
   auto e = ad::entry(
       "accordion_int8", {{"interval", 100.0, 1.0, 1e12, true}}, ad::int8_inner(), high,
-      [high](const param_list& q, const registry::exchange_context& x) {
-        return registry::bucket_exchange(
-            ad::exchange(ad::level_spec{}, ad::level_spec{&ad::int8_inner(), high(q), false}, static_cast<std::int64_t>(q[0]), x));
+      [](const param_list& q, const registry::exchange_context& x) {
+        return registry::bucket_exchange(ad::exchange(ad::int8_levels(x), static_cast<std::int64_t>(q[0]), x));
       },
       [](const param_list& q) { return "autosync::compressors::accordion_int8<" + std::to_string(static_cast<long long>(q[0])) + ">"; });
   e.alternatives = {param_list{100, 0, 0}};
