@@ -22,7 +22,7 @@
 // iterations (default 100).
 //
 // State. PowerSGD's exchange is rebuilt when its level is switched to (a new rank needs a new Q;
-// the reference zeroes its memory likewise); top-k keeps one exchange whose density follows the
+// the reference also zeroes its error memory, here the residual is carried into the next step); top-k keeps one exchange whose density follows the
 // level (its residual stays owed at any density, so error feedback conserves the sum across
 // switches); int8 has no state.
 // PowerSGD here starts at iteration 0 with min_compression_rate 2 (PyTorch's default).
@@ -152,18 +152,41 @@ class exchange {
   acc::level current_ = acc::level::low_compression;
 };
 
-// PowerSGD at rank q[0] (critical) or q[1], from iteration 0; the new level's exchange is built
-// afresh when it is switched to (a new rank needs a new Q, as the reference zeroes its memory).
+// PowerSGD at rank q[0] (critical) or q[1], from iteration 0. A new rank needs a new Q, so the
+// level's exchange is built afresh when it is switched to; the error-feedback residual E of the
+// level left (this rank's owed gradient, rows x cols per compressed matrix) is added to the next
+// gradient rather than dropped (the reference zeroes it), so the sum is conserved across switches.
 inline levels powersgd_levels(const param_list& q, const registry::exchange_context& x) {
   struct both {
     param_list p[2];
     registry::exchange_context x;
-    registry::bucket_exchange ex[2];
+    std::vector<powersgd_detail::exchange> ex;  // [critical, high]
+    std::vector<float> carry;                  // residual handed over at the last switch
+    int current = 0;
   };
-  auto b = std::make_shared<both>(both{{param_list{q[0], 0, 2.0}, param_list{q[1], 0, 2.0}}, x, {}});
-  b->ex[0] = powersgd_inner().make_exchange(b->p[0], b->x);
-  return levels{[b](unsigned char* d, registry::exchange_comm& c, int l) { b->ex[l](d, c); },
-                [b](int l) { b->ex[l] = powersgd_inner().make_exchange(b->p[l], b->x); }};
+  auto b = std::make_shared<both>(both{{param_list{q[0], 0, 2.0}, param_list{q[1], 0, 2.0}}, x, {}, {}, 0});
+  b->ex.emplace_back(x.elements, b->p[0], x);
+  b->ex.emplace_back(x.elements, b->p[1], x);
+  return levels{[b](unsigned char* d, registry::exchange_comm& c, int l) {
+                  if (!b->carry.empty()) {
+                    const auto v = floats(d, b->x.elements);
+                    for (std::size_t i = 0; i < v.size(); ++i) v[i] += b->carry[i];
+                    b->carry.clear();
+                  }
+                  b->ex[static_cast<std::size_t>(l)](d, c);
+                  b->current = l;
+                },
+                [b](int l) {
+                  auto& old = b->ex[static_cast<std::size_t>(b->current)];
+                  b->carry.assign(b->x.elements, 0.0f);
+                  for (std::size_t i = 0; i < old.compressed.size(); ++i) {
+                    const auto& m = old.compressed[i];
+                    const auto& e = old.states[i].m;
+                    if (e.size() != m.rows * m.cols) continue;  // never compressed: nothing owed
+                    for (std::size_t k = 0; k < e.size(); ++k) b->carry[m.offset + k] += e[k];
+                  }
+                  b->ex[static_cast<std::size_t>(l)] = powersgd_detail::exchange(b->x.elements, b->p[l], b->x);
+                }};
 }
 // One top-k exchange whose density follows the level: its residual stays owed at any density,
 // so error feedback conserves the sum across switches.
