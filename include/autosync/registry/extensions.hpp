@@ -238,10 +238,8 @@ inline void add_compression(compression_entry e) {
 inline void add_slot(slot_entry e) {
   if (e.name.empty()) throw error("registry.slot", "an extension slot needs a name");
   if (e.kinds.empty()) throw error("registry.slot." + e.name, "an extension slot needs at least one kind (the first is its default)");
-  static constexpr std::string_view core[] = {"architecture", "partitioner", "placement", "replication",
-                                              "topology",     "compression", "fusion",    "schedule"};
-  for (auto c : core)
-    if (e.name == c) throw error("registry.slot." + e.name, "is a core slot");
+  const bool core = []<class... Slots>(type_list<Slots...>, std::string_view n) { return ((Slots::name == n) || ...); }(slot_list{}, e.name);
+  if (core) throw error("registry.slot." + e.name, "is a core slot");
   for (const auto& k : e.kinds) detail::check_params(k.params, "registry.slot." + e.name + "." + k.name);
   for (const auto& o : detail::slot_table())
     if (stable_id(o.name) == stable_id(e.name))
