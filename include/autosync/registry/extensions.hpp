@@ -287,6 +287,11 @@ struct registrar {
   return {};
 }
 
+// The parameter sets the search proposes for a compressor: its alternatives, else its defaults.
+[[nodiscard]] inline std::vector<param_list> proposed_params(const compression_entry& e) {
+  return e.alternatives.empty() ? std::vector<param_list>{defaults(e.params)} : e.alternatives;
+}
+
 [[nodiscard]] inline std::string compression_names() {
   std::string r;
   for (const auto& e : detail::compression_table()) r += (r.empty() ? "" : ", ") + e.name;

@@ -43,12 +43,6 @@
 #include <type_traits>
 #include <vector>
 namespace autosync::search {
-struct space_options {
-  bool allow_lossy = false;
-  std::uint64_t tiny_bytes = 64 * 1024;        // knowledge::tiny_bytes
-  std::uint64_t large_bytes = 4 * 1024 * 1024; // dense tensors from this size get an override slot
-  lossy_budget lossy{};                         // knowledge::lossy
-};
 struct candidate {
   std::vector<std::uint32_t> starts;  // run starts in space::dense(), ascending, starts[0] == 0
   std::vector<group_desc> runs;       // one per run
@@ -100,10 +94,8 @@ class space {
       if (topology_allowed(architecture_kind::sharded, t, c)) topo_sh_.push_back(t);
     }
     for (compression_id i = 0; i < compression_registry.size(); ++i) push_compression(compression_value{i});
-    for (const auto& e : registry::compressions()) {
-      if (e.alternatives.empty()) push_compression(compression_value{stable_id(e.name), registry::defaults(e.params)});
-      for (const auto& a : e.alternatives) push_compression(compression_value{stable_id(e.name), a});
-    }
+    for (const auto& e : registry::compressions())
+      for (const auto& a : registry::proposed_params(e)) push_compression(compression_value{stable_id(e.name), a});
     aspects_.assign(all_aspects.begin(), all_aspects.end());
     for (std::size_t k = 0; k < registry::slots().size(); ++k) aspects_.push_back(extension_aspect(k));
     placements_ = {placement_value{placement_kind::round_robin, 0}, placement_value{placement_kind::load_balanced, 0},
