@@ -1,7 +1,8 @@
 # `autosync run` with the registered lossy compressors (ctest mpi.run_lossy.np3, label mpi):
 #   1. autosync optimize --model resnet50 --cluster local-3 --out s.json (a lossless strategy)
 #   2. for each compressor (int8, qsgd, nuqsgd, topk 10 %, randomk 30 %, powersgd rank 2 from
-#      iteration 3): the strategy's group gets it; mpirun -np 3 autosync run --model resnet50
+#      iteration 3, and Accordion over top-k, PowerSGD and int8 deciding every iteration): the
+#      strategy's group gets it; mpirun -np 3 autosync run --model resnet50
 #      --scale 0.05 --iters 2 exits 0 and prints "ok" for the compressor's guarantee
 #   3. a compressor with a bad parameter ({"kind": "topk", "density": 2}): every rank exits
 #      non-zero with a message naming 'density'
@@ -36,7 +37,10 @@ set(cases
   "nuqsgd|{\"kind\": \"nuqsgd\", \"levels\": 3}"
   "topk|{\"kind\": \"topk\", \"density\": 0.1}"
   "randomk|{\"kind\": \"randomk\", \"density\": 0.3}"
-  "powersgd|{\"kind\": \"powersgd\", \"rank\": 2, \"start_iteration\": 3}")
+  "powersgd|{\"kind\": \"powersgd\", \"rank\": 2, \"start_iteration\": 3}"
+  "accordion_topk|{\"kind\": \"accordion_topk\", \"interval\": 1}"
+  "accordion_powersgd|{\"kind\": \"accordion_powersgd\", \"interval\": 1}"
+  "accordion_int8|{\"kind\": \"accordion_int8\", \"interval\": 1}")
 foreach(c IN LISTS cases)
   string(REPLACE "|" ";" c "${c}")
   list(GET c 0 name)

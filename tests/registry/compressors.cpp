@@ -456,3 +456,44 @@ TEST_CASE("compressors: check_guarantees passes every compressor that keeps its 
     CHECK(named_it);
   }
 }
+
+TEST_CASE("compressors: accordion prices its high-compression level, reads its parameters, notes its decisions") {
+  const auto* acc = registry::find_compression("accordion_topk");
+  const auto* tk = registry::find_compression("topk");
+  REQUIRE(acc != nullptr);
+  REQUIRE(tk != nullptr);
+  CHECK_FALSE(acc->lossless);
+  CHECK(acc->exchange == registry::exchange_kind::all_gather);
+  for (int p : {2, 4, 8})
+    CHECK(acc->wire_bytes(100000, dtype::f32, p, {0.99, 0.05, 100}, 4e5) == tk->wire_bytes(100000, dtype::f32, p, {0.05, 0, 0}, 4e5));
+  CHECK(acc->nominal_bits(param_list{0.99, 0.05, 100}) == tk->nominal_bits(param_list{0.05, 0, 0}));
+  const auto* ap = registry::find_compression("accordion_powersgd");
+  REQUIRE(ap != nullptr);
+  CHECK(ap->exchange == registry::exchange_kind::two_all_reduces);
+  // JSON: defaults filled in, a bad parameter named
+  const auto g = io::group_from_json(nlohmann::json::parse(R"({"compression": {"kind": "accordion_topk", "density": 0.05}})"));
+  CHECK(g.compression.params == param_list{0.99, 0.05, 100});
+  CHECK(io::group_from_json(io::to_json(g)) == g);
+  CHECK_THROWS_WITH((void)io::group_from_json(nlohmann::json::parse(R"({"compression": {"kind": "accordion_int8", "interval": 0}})")),
+                    doctest::Contains("'compression.interval'"));
+  CHECK(detail::emit::policies(g)[core_slot_index<slot::compression>] == "autosync::compressors::accordion_topk<0.99, 0.05, 100>");
+  // one rank, interval 1: no history -> critical; the same gradient -> high; 4x -> critical
+  registry::exchange_context x;
+  x.elements = 501;
+  x.seed = 3;
+  std::vector<std::pair<std::string, double>> notes;
+  x.note = [&](std::string_view k, double v) { notes.emplace_back(std::string(k), v); };
+  auto ex = acc->make_exchange(param_list{0.99, 0.1, 1}, x);
+  one_rank comm;
+  std::vector<float> base(x.elements);
+  for (std::size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(static_cast<int>(i * 13 % 17) - 8);
+  for (float scale : {1.0f, 1.0f, 4.0f}) {
+    auto v = base;
+    for (auto& e : v) e *= scale;
+    ex(reinterpret_cast<unsigned char*>(v.data()), comm);
+  }
+  std::vector<double> levels;
+  for (const auto& [k, v] : notes)
+    if (k == "accordion.level") levels.push_back(v);
+  CHECK(levels == std::vector<double>{0, 1, 0});
+}

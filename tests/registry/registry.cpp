@@ -109,7 +109,7 @@ TEST_CASE("registry: the search proposes the registered values") {
   const search::space sp(m, c, o);
   const group_desc g;
   std::vector<group_desc> out;
-  sp.variants(g, search::aspect::compression, nullptr, out);
+  sp.variants(g, search::aspect_of<slot::compression>, nullptr, out);
   CHECK(std::any_of(out.begin(), out.end(), [](const group_desc& v) { return v.compression.id == stable_id("fixed32"); }));
   REQUIRE(sp.aspects().size() == search::all_aspects.size() + 1);
   out.clear();

@@ -19,6 +19,9 @@
 //   low rank   powersgd: zero gradients until its start iteration has passed (a start above
 //              256 is checked as `exact`: it all-reduces until then), then 2 iterations of
 //              gradients a_r u v^T per matrix (their sum has rank 1): relative error <= 1e-4
+//   Accordion  accordion_topk as topk (conserve, at its lower density: error feedback holds in
+//              both levels); accordion_powersgd as powersgd from iteration 0; accordion_int8
+//              as exact (its first interval is critical: a plain all-reduce)
 //
 // A phase fills only the tensors it checks (the others get zeros, which every compressor
 // passes as zeros). The checks are deterministic and every rank computes the same results
@@ -109,6 +112,8 @@ struct plan_of_checks {
     if (!is_extension_id(cv.id) || m.tensors[t].type != dtype::f32) continue;
     const auto& n = pc.compressor[t];
     if (n == "topk" || n == "randomk") pc.kind[t] = check_kind::conserve, pc.density[t] = cv.params[0];
+    else if (n == "accordion_topk") pc.kind[t] = check_kind::conserve, pc.density[t] = std::min(cv.params[0], cv.params[1]);
+    else if (n == "accordion_powersgd") pc.kind[t] = check_kind::low_rank;  // from iteration 0, at either rank
     else if (n == "int8") pc.kind[t] = check_kind::bound;
     else if (n == "qsgd" || n == "nuqsgd") {
       pc.kind[t] = check_kind::unbiased;
@@ -200,7 +205,7 @@ template <class Session>
     int limit = 0;
     for (std::size_t t = 0; t < T; ++t)
       if (pc.kind[t] == check_kind::conserve)
-        limit = std::max(limit, static_cast<int>(std::ceil((pc.compressor[t] == "topk" ? 1.0 : 30.0) / pc.density[t])) + 1);
+        limit = std::max(limit, static_cast<int>(std::ceil((pc.compressor[t] == "randomk" ? 30.0 : 1.0) / pc.density[t])) + 1);
     const int data = 3;
     bool drained = false;
     int it = 0;

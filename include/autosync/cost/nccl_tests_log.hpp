@@ -22,6 +22,7 @@
 #include <autosync/error.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -128,8 +129,8 @@ template <class T>
     double* outs[6] = {&r.time_us, &r.algbw, &r.busbw, &r.in_place_time_us, &r.in_place_algbw, &r.in_place_busbw};
     const std::size_t cols[6] = {4 + o, 5 + o, 6 + o, 8 + o, 9 + o, 10 + o};
     for (int k = 0; k < 6; ++k)
-      if (!detail::parse_num(f[cols[k]], *outs[k]) || *outs[k] < 0.0)
-        throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a non-negative number: '" + std::string(f[cols[k]]) + "'");
+      if (!detail::parse_num(f[cols[k]], *outs[k]) || !std::isfinite(*outs[k]) || *outs[k] < 0.0)  // from_chars takes "inf", "nan"
+        throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a finite non-negative number: '" + std::string(f[cols[k]]) + "'");
     if (!(r.time_us > 0.0)) throw error(where, "time must be positive");
     cur.rows.push_back(std::move(r));
   }

@@ -21,6 +21,7 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
 #include <autosync/exec/codecs/random.hpp>
+#include <autosync/exec/exchange_note.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/registry/extensions.hpp>
 
@@ -28,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -117,7 +119,12 @@ class extension_codecs {
             exchanges_.resize(p.buckets.size());
             types_.resize(p.buckets.size());
             elements_.resize(p.buckets.size());
-            exchanges_[i] = e->make_exchange(b.compression.params, exchange_context_of(p, i));
+            auto x = exchange_context_of(p, i);
+            x.note = [log = notes_, bucket = static_cast<std::uint32_t>(i)](std::string_view key, double value) {
+              log->notes.push_back(exchange_note{bucket, log->calls[bucket], std::string(key), value});
+            };
+            notes_->calls.resize(p.buckets.size(), 0);
+            exchanges_[i] = e->make_exchange(b.compression.params, x);
             types_[i] = b.type;
             elements_[i] = n;
           } else if (e->make_codec) {
@@ -136,7 +143,11 @@ class extension_codecs {
       throw error("buckets[" + std::to_string(bi) + "].compression",
                   "an extension slot's codec changed the bucket's dtype or length; a compressor that owns its exchange needs the bucket as it is");
     exchanges_[bi](w.data, comm);
+    ++notes_->calls[bi];
   }
+  // What the exchanges reported so far (registry::exchange_context::note), in call order. Read
+  // it between iterations: the communication thread appends during one.
+  [[nodiscard]] const std::vector<exchange_note>& notes() const noexcept { return notes_->notes; }
 
   // Before bucket bi's collective: what the collective runs on.
   registry::wire_view encode(std::size_t bi, unsigned char* data, std::size_t n, dtype t, int ranks) {
@@ -165,6 +176,11 @@ class extension_codecs {
   std::vector<registry::bucket_exchange> exchanges_;     // per bucket: a compressor's own exchange (or empty)
   std::vector<dtype> types_;                             // per bucket with an exchange: its dtype and length
   std::vector<std::size_t> elements_;
+  struct note_log {
+    std::vector<exchange_note> notes;
+    std::vector<std::int64_t> calls;  // per bucket: exchanges run so far (the note's iteration)
+  };
+  std::shared_ptr<note_log> notes_ = std::make_shared<note_log>();  // shared with the exchanges' note sinks
 };
 
 }  // namespace autosync::exec

@@ -17,11 +17,13 @@
 #pragma once
 
 #include <autosync/model.hpp>
+#include <autosync/registry/core.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
 #include <bit>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace autosync::exec {
@@ -57,18 +59,10 @@ constexpr void hash_into(hasher& h, const tensor& t) noexcept {
   h.u64(static_cast<std::uint64_t>(t.type)).u64(t.sparse ? 1 : 0).f64(t.sparse_density).i64(t.ready_order);
 }
 
+// Every core slot's value (its slot_traits<Slot>::hash, in slot_list order), then the extension
+// slots present (ids are stable_id of names, so every rank and run agrees).
 constexpr void hash_into(hasher& h, const group_desc& g) noexcept {
-  h.u64(static_cast<std::uint64_t>(g.architecture));
-  h.u64(static_cast<std::uint64_t>(g.partitioner.kind)).i64(g.partitioner.shards).i64(g.partitioner.axis).u64(g.partitioner.max_bytes);
-  h.u64(static_cast<std::uint64_t>(g.placement.kind)).i64(g.placement.server);
-  h.u64(static_cast<std::uint64_t>(g.replication));
-  h.u64(static_cast<std::uint64_t>(g.topology.kind)).u64(static_cast<std::uint64_t>(g.topology.intra)).u64(static_cast<std::uint64_t>(g.topology.inter));
-  h.u64(g.compression.id).u64(g.fusion.cap_bytes).u64(g.fusion.first_cap_bytes);
-  h.u64(static_cast<std::uint64_t>(g.schedule));
-  // registered compressors' parameters and extension slots (ids are stable_id of names, so every
-  // rank and run agrees); fed only when present, so the core strategies' fingerprints are as before
-  if (is_extension_id(g.compression.id))
-    for (double p : g.compression.params) h.f64(p);
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) { slot_traits<Slot>::hash(h, slot_traits<Slot>::field(g)); });
   for (const auto& x : g.ext.v) {
     if (x.slot == 0) break;
     h.str("ext").u64(x.slot).u64(x.kind);

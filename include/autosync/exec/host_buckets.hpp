@@ -227,6 +227,9 @@ class host_bucket_runner {
     }
   }
 
+  // What the buckets' exchanges reported (exec/exchange_note.hpp); read between iterations.
+  [[nodiscard]] const std::vector<exchange_note>& exchange_notes() const noexcept { return ext_.notes(); }
+
  protected:
   using run_fn = void (*)(host_bucket_runner&, std::uint32_t, std::span<const gradient>);
   struct no_dispatch {};

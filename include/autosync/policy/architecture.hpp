@@ -47,4 +47,14 @@ using all = type_list<all_reduce, parameter_server, sharded, all_gather>;
 template <>
 struct default_policy<slot::architecture> { using type = arch::all_reduce; };
 
+
+template <>
+struct slot_traits<slot::architecture> : enum_slot_traits<architecture_kind, slot::architecture> {
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.architecture; }
+  [[nodiscard]] static std::string cpp_type(architecture_kind v) { return policy_in("arch", v); }
+  using closed_set = arch::all;  // every value is one of these policies (strategy/dispatch.hpp)
+  static constexpr int search_order = 0;
+};
+
 }  // namespace autosync

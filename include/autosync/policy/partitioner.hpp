@@ -69,4 +69,78 @@ struct slice_range {
   return {b, b + base + (s < extra ? 1 : 0)};
 }
 
+
+// JSON: "none" | {"kind": "even", "shards": K, "axis": A} | {"kind": "by_bytes", "max_bytes": B}
+template <>
+struct slot_traits<slot::partitioner> {
+  using value_type = partitioner_value;
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.partitioner; }
+  template <class W>
+  static void write(W& w, const partitioner_value& p) {
+    switch (p.kind) {
+      case partitioner_kind::even:
+        w.kind("even");
+        w.set("shards", static_cast<std::int64_t>(p.shards));
+        w.set("axis", static_cast<std::int64_t>(p.axis));
+        break;
+      case partitioner_kind::by_bytes:
+        w.kind("by_bytes");
+        w.set("max_bytes", p.max_bytes);
+        break;
+      default: w.name(name_of(p.kind)); break;
+    }
+  }
+  template <class R>
+  static partitioner_value read(R& r) {
+    partitioner_value p;
+    if (r.bare()) {
+      p.kind = r.template enum_name<partitioner_kind>("partitioner");
+      if (p.kind == partitioner_kind::even) r.fail("'even' needs its numbers: {\"kind\": \"even\", \"shards\": K, \"axis\": A}");
+      if (p.kind == partitioner_kind::by_bytes) r.fail("'by_bytes' needs its number: {\"kind\": \"by_bytes\", \"max_bytes\": B}");
+      return p;
+    }
+    r.expect_object("a partitioner: \"none\", {\"kind\": \"even\", ...} or {\"kind\": \"by_bytes\", ...}");
+    p.kind = r.template kind_enum<partitioner_kind>("partitioner");
+    switch (p.kind) {
+      case partitioner_kind::none: r.keys({"kind"}, "for partitioner 'none'"); break;
+      case partitioner_kind::even:
+        r.keys({"kind", "shards", "axis"}, "for partitioner 'even'");
+        p.shards = r.i32("shards");
+        if (r.has("axis")) p.axis = r.i32("axis");
+        break;
+      case partitioner_kind::by_bytes:
+        r.keys({"kind", "max_bytes"}, "for partitioner 'by_bytes'");
+        p.max_bytes = r.u64("max_bytes");
+        break;
+    }
+    return p;
+  }
+  template <class H>
+  static constexpr void hash(H& h, const partitioner_value& p) noexcept {
+    h.u64(static_cast<std::uint64_t>(p.kind)).i64(p.shards).i64(p.axis).u64(p.max_bytes);
+  }
+  [[nodiscard]] static std::string cpp_type(const partitioner_value& p) {
+    switch (p.kind) {
+      case partitioner_kind::even: return "autosync::part::even<" + std::to_string(p.shards) + ", " + std::to_string(p.axis) + ">";
+      case partitioner_kind::by_bytes: return "autosync::part::by_bytes<" + std::to_string(p.max_bytes) + "ull>";
+      default: return "autosync::part::none";
+    }
+  }
+  static void validate(const partitioner_value& p, const std::string& f) {
+    switch (p.kind) {
+      case partitioner_kind::none: break;
+      case partitioner_kind::even:
+        if (p.shards < 1) throw error(f + ".shards", "must be >= 1");
+        if (p.axis < 0) throw error(f + ".axis", "must be >= 0");
+        break;
+      case partitioner_kind::by_bytes:
+        if (p.max_bytes < 1) throw error(f + ".max_bytes", "must be >= 1");
+        break;
+      default: throw error(f + ".kind", "unknown value");
+    }
+  }
+  static constexpr int search_order = 7;
+};
+
 }  // namespace autosync

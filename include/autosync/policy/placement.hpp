@@ -65,4 +65,50 @@ struct default_policy<slot::placement> { using type = place::round_robin; };
   return h;
 }
 
+
+// JSON: "round_robin" | "load_balanced" | "hashed" | {"kind": "pinned", "server": I}
+template <>
+struct slot_traits<slot::placement> {
+  using value_type = placement_value;
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.placement; }
+  template <class W>
+  static void write(W& w, const placement_value& p) {
+    if (p.kind != placement_kind::pinned) return w.name(name_of(p.kind));
+    w.kind("pinned");
+    w.set("server", static_cast<std::int64_t>(p.server));
+  }
+  template <class R>
+  static placement_value read(R& r) {
+    placement_value p;
+    if (r.bare()) {
+      p.kind = r.template enum_name<placement_kind>("placement");
+      if (p.kind == placement_kind::pinned) r.fail("'pinned' needs its server: {\"kind\": \"pinned\", \"server\": I}");
+      return p;
+    }
+    r.expect_object("a placement: a name or {\"kind\": \"pinned\", \"server\": I}");
+    p.kind = r.template kind_enum<placement_kind>("placement");
+    if (p.kind == placement_kind::pinned) {
+      r.keys({"kind", "server"}, "for placement 'pinned'");
+      p.server = r.i32("server");
+    } else {
+      r.keys({"kind"}, "for placement '" + std::string(name_of(p.kind)) + "'");
+    }
+    return p;
+  }
+  template <class H>
+  static constexpr void hash(H& h, const placement_value& p) noexcept {
+    h.u64(static_cast<std::uint64_t>(p.kind)).i64(p.server);
+  }
+  [[nodiscard]] static std::string cpp_type(const placement_value& p) {
+    if (p.kind == placement_kind::pinned) return "autosync::place::pinned<" + std::to_string(p.server) + ">";
+    return "autosync::place::" + std::string(name_of(p.kind));
+  }
+  static void validate(const placement_value& p, const std::string& f) {
+    if (static_cast<std::size_t>(p.kind) >= enum_names<placement_kind>::names.size()) throw error(f + ".kind", "unknown value");
+    if (p.kind == placement_kind::pinned && p.server < 0) throw error(f + ".server", "must be >= 0");
+  }
+  static constexpr int search_order = 5;
+};
+
 }  // namespace autosync

@@ -36,4 +36,14 @@ using all = type_list<none, local>;
 template <>
 struct default_policy<slot::replication> { using type = repl::none; };
 
+
+template <>
+struct slot_traits<slot::replication> : enum_slot_traits<replication_kind, slot::replication> {
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.replication; }
+  [[nodiscard]] static std::string cpp_type(replication_kind v) { return policy_in("repl", v); }
+  using closed_set = repl::all;  // every value is one of these policies (strategy/dispatch.hpp)
+  static constexpr int search_order = 6;
+};
+
 }  // namespace autosync

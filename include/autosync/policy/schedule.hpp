@@ -35,4 +35,14 @@ using all = type_list<fifo, priority>;
 template <>
 struct default_policy<slot::schedule> { using type = sched::fifo; };
 
+
+template <>
+struct slot_traits<slot::schedule> : enum_slot_traits<schedule_kind, slot::schedule> {
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.schedule; }
+  [[nodiscard]] static std::string cpp_type(schedule_kind v) { return policy_in("sched", v); }
+  using closed_set = sched::all;  // every value is one of these policies (strategy/dispatch.hpp)
+  static constexpr int search_order = 4;
+};
+
 }  // namespace autosync

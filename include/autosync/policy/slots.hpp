@@ -6,18 +6,23 @@
 //   static constexpr <value type> value;     the runtime descriptor piece it stands for
 // Slots are defined by the registry (autosync/registry/values.hpp explains its two halves):
 //   a core slot: its tag here (AUTOSYNC_SLOT_TAG), its place in `slot_list`, its header
-//     policy/<slot>.hpp (policies, value, `default_policy`), its field in group_desc and, where
-//     it constrains another slot, a rule in registry/rules.hpp. strategy<...>'s checks iterate
-//     slot_list; the run-time parts that still read each core field by name are listed in
-//     registry/extensions.hpp.
+//     policy/<slot>.hpp (policies, value, `default_policy`, and `slot_traits`: its descriptor
+//     field, JSON spelling, hash, emitted policy, validation and search order — see the end of
+//     this file), its member of group_desc and, where it constrains another slot, a rule in
+//     registry/rules.hpp. strategy<...>'s checks, describe, JSON, hashing, emit_header,
+//     validate_group and the search's aspects iterate slot_list (registry/core.hpp); the cost
+//     model and the executor read the values they model by name.
 //   an extension slot (user code, nothing under include/ changes): a tag made with
 //     AUTOSYNC_SLOT_TAG in the user's namespace, policies whose `value` is an ext_value, a
 //     `default_policy` specialization, and a runtime entry registered with
 //     autosync::registry::add_slot (JSON, validation, search, cost and executor hooks).
 #pragma once
 
+#include <autosync/error.hpp>
+
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <string>
 #include <type_traits>
@@ -38,6 +43,12 @@ struct type_list {
     static constexpr bool unique() {                                                              \
       static_assert(Count <= 1, "autosync::strategy: two policies for slot '" #id "'");           \
       return Count <= 1;                                                                          \
+    }                                                                                             \
+    template <bool Has>                                                                           \
+    static consteval bool has_traits() {                                                          \
+      static_assert(Has, "autosync: core slot '" #id "' has no complete slot_traits<slot::" #id     \
+                         "> (policy/slots.hpp lists what it must define)");                        \
+      return Has;                                                                                 \
     }                                                                                             \
   }
 
@@ -119,5 +130,53 @@ template <class E>
   }();
   return s;
 }
+
+// ---- the core slots' run-time traits ------------------------------------------------------
+// Each core slot defines, next to its policies (policy/<slot>.hpp; the compression slot's is in
+// registry/compression_slot.hpp because it reads the registry), one specialization
+//
+//   template <> struct slot_traits<slot::X> {
+//     using value_type = ...;                                         its descriptor piece
+//     template <class G> static constexpr auto& field(G& g) noexcept;  its member of group_desc
+//     template <class W> static void write(W& w, const value_type&);   its spelling (JSON)
+//     template <class R> static value_type read(R& r);                  and back; errors at r's field
+//     template <class H> static constexpr void hash(H& h, const value_type&) noexcept;
+//     static std::string cpp_type(const value_type&);                  the policy emit_header writes
+//     static void validate(const value_type&, const std::string& f);   throws error(f[.part], why)
+//     static constexpr int search_order;                               its aspect's place in the search
+//   };
+//
+// and everything that reads or writes a whole group (describe, JSON, hashing, emit, validation,
+// the search's aspects) iterates slot_list through these (registry/core.hpp). W and R are
+// spelling adapters (io/json/strategy.hpp has the JSON ones): W::name(s) writes a bare name,
+// W::kind(k) starts {"kind": k, ...}, W::object() an object without a kind, W::set(key, v) a
+// member; R reads the same shapes back (R::bare(), R::kind_enum<E>(...), R::u64(key), ...).
+template <class Slot>
+struct slot_traits;
+
+// The traits of a slot whose value is a plain enum named by enum_names<E> (a bare name in JSON,
+// `autosync::<Ns>::<name>` as a policy).
+template <class E, class Slot>
+struct enum_slot_traits {
+  using value_type = E;
+  template <class W>
+  static void write(W& w, E v) {
+    w.name(name_of(v));
+  }
+  template <class R>
+  static E read(R& r) {
+    return r.template enum_name<E>(Slot::name);
+  }
+  template <class H>
+  static constexpr void hash(H& h, E v) noexcept {
+    h.u64(static_cast<std::uint64_t>(v));
+  }
+  static void validate(E v, const std::string& f) {
+    if (static_cast<std::size_t>(v) >= enum_names<E>::names.size()) throw error(f, "unknown value");
+  }
+  [[nodiscard]] static std::string policy_in(std::string_view ns, E v) {
+    return "autosync::" + std::string(ns) + "::" + std::string(name_of(v));
+  }
+};
 
 }  // namespace autosync

@@ -66,9 +66,73 @@ struct hierarchical {
 };
 
 using flat = type_list<ring, tree, halving_doubling>;
+// Every topology policy: the flat ones, then hierarchical<I, O> for every flat I and O.
+using all = type_list<ring, tree, halving_doubling,                                                            //
+                      hierarchical<ring, ring>, hierarchical<ring, tree>, hierarchical<ring, halving_doubling>,  //
+                      hierarchical<tree, ring>, hierarchical<tree, tree>, hierarchical<tree, halving_doubling>,  //
+                      hierarchical<halving_doubling, ring>, hierarchical<halving_doubling, tree>,
+                      hierarchical<halving_doubling, halving_doubling>>;
 }  // namespace topo
 
 template <>
 struct default_policy<slot::topology> { using type = topo::ring; };
+
+
+// JSON: "ring" | "tree" | "halving_doubling" | {"kind": "hierarchical", "intra": ..., "inter": ...}
+template <>
+struct slot_traits<slot::topology> {
+  using value_type = topology_value;
+  template <class G>
+  static constexpr auto& field(G& g) noexcept { return g.topology; }
+  template <class W>
+  static void write(W& w, const topology_value& t) {
+    if (t.kind != topology_kind::hierarchical) return w.name(name_of(t.kind));
+    w.kind("hierarchical");
+    w.set("intra", name_of(t.intra));
+    w.set("inter", name_of(t.inter));
+  }
+  template <class R>
+  static topology_value read(R& r) {
+    topology_value t;
+    if (r.bare()) {
+      t.kind = r.template enum_name<topology_kind>("topology");
+      if (t.kind == topology_kind::hierarchical)
+        r.fail("'hierarchical' needs its parts: {\"kind\": \"hierarchical\", \"intra\": \"ring\", \"inter\": \"tree\"}");
+      return t;
+    }
+    r.expect_object("a topology: a name or {\"kind\": \"hierarchical\", \"intra\": ..., \"inter\": ...}");
+    t.kind = r.template kind_enum<topology_kind>("topology");
+    if (t.kind == topology_kind::hierarchical) {
+      r.keys({"kind", "intra", "inter"}, "for topology 'hierarchical'");
+      if (r.has("intra")) t.intra = r.template enum_at<topology_kind>("intra", "topology");
+      if (r.has("inter")) t.inter = r.template enum_at<topology_kind>("inter", "topology");
+    } else {
+      r.keys({"kind"}, "for topology '" + std::string(name_of(t.kind)) + "'");
+    }
+    return t;
+  }
+  template <class H>
+  static constexpr void hash(H& h, const topology_value& t) noexcept {
+    h.u64(static_cast<std::uint64_t>(t.kind)).u64(static_cast<std::uint64_t>(t.intra)).u64(static_cast<std::uint64_t>(t.inter));
+  }
+  [[nodiscard]] static std::string cpp_type(const topology_value& t) {
+    auto q = [](topology_kind k) { return "autosync::topo::" + std::string(name_of(k)); };
+    if (t.kind == topology_kind::hierarchical) return q(t.kind) + "<" + q(t.intra) + ", " + q(t.inter) + ">";
+    return q(t.kind);
+  }
+  static void validate(const topology_value& t, const std::string& f) {
+    const auto nt = enum_names<topology_kind>::names.size();
+    if (static_cast<std::size_t>(t.kind) >= nt || static_cast<std::size_t>(t.intra) >= nt || static_cast<std::size_t>(t.inter) >= nt)
+      throw error(f, "unknown value");
+    if (t.kind == topology_kind::hierarchical) {
+      if (t.intra == topology_kind::hierarchical) throw error(f + ".intra", "must be ring, tree or halving_doubling");
+      if (t.inter == topology_kind::hierarchical) throw error(f + ".inter", "must be ring, tree or halving_doubling");
+    } else if (t.intra != topology_kind::ring || t.inter != topology_kind::ring) {
+      throw error(f, "intra/inter are only for hierarchical");
+    }
+  }
+  static constexpr int search_order = 1;
+  using closed_set = topo::all;  // every value is one of these policies (strategy/dispatch.hpp)
+};
 
 }  // namespace autosync

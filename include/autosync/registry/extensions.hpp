@@ -140,6 +140,9 @@ struct exchange_context {
   dtype type = dtype::f32;
   std::vector<bucket_matrix> matrices;   // in bucket order, non-overlapping
   std::uint64_t seed = 0;                // the bucket's identity: the same on every rank
+  // Where an exchange reports what it decided (e.g. Accordion's level and ratio): the executor
+  // keeps each note with its bucket and iteration, and trial records carry them. May be empty.
+  std::function<void(std::string_view key, double value)> note;
 };
 // Called once per iteration: data holds this rank's packed bucket (`elements` of the context's
 // type) and, on return, the sum over the world's ranks.
@@ -284,6 +287,11 @@ struct registrar {
   return {};
 }
 
+// The parameter sets the search proposes for a compressor: its alternatives, else its defaults.
+[[nodiscard]] inline std::vector<param_list> proposed_params(const compression_entry& e) {
+  return e.alternatives.empty() ? std::vector<param_list>{defaults(e.params)} : e.alternatives;
+}
+
 [[nodiscard]] inline std::string compression_names() {
   std::string r;
   for (const auto& e : detail::compression_table()) r += (r.empty() ? "" : ", ") + e.name;
@@ -328,10 +336,8 @@ inline void add_compression(compression_entry e) {
 inline void add_slot(slot_entry e) {
   if (e.name.empty()) throw error("registry.slot", "an extension slot needs a name");
   if (e.kinds.empty()) throw error("registry.slot." + e.name, "an extension slot needs at least one kind (the first is its default)");
-  static constexpr std::string_view core[] = {"architecture", "partitioner", "placement", "replication",
-                                              "topology",     "compression", "fusion",    "schedule"};
-  for (auto c : core)
-    if (e.name == c) throw error("registry.slot." + e.name, "is a core slot");
+  const bool core = []<class... Slots>(type_list<Slots...>, std::string_view n) { return ((Slots::name == n) || ...); }(slot_list{}, e.name);
+  if (core) throw error("registry.slot." + e.name, "is a core slot");
   for (const auto& k : e.kinds) detail::check_params(k.params, "registry.slot." + e.name + "." + k.name);
   for (const auto& o : detail::slot_table())
     if (stable_id(o.name) == stable_id(e.name))

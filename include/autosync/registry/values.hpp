@@ -2,9 +2,10 @@
 //
 // The registry has two halves (autosync/registry/ is its home):
 //   - core slots: a compile-time list (`slot_list` in policy/slots.hpp). Each slot is defined in
-//     its own header policy/<slot>.hpp: its tag (AUTOSYNC_SLOT_TAG), policies, runtime value and
-//     default; its cross-slot rules are in registry/rules.hpp, checked by `strategy<...>` at
-//     compile time and by validate_group at run time from the same predicates.
+//     its own header policy/<slot>.hpp: its tag (AUTOSYNC_SLOT_TAG), policies, runtime value,
+//     default and slot_traits (descriptor field, JSON, hash, emit, validation, search order),
+//     iterated through registry/core.hpp; its cross-slot rules are in registry/rules.hpp, checked
+//     by `strategy<...>` at compile time and by validate_group at run time from the same predicates.
 //   - extensions: compression values and whole slots a user registers in their own files at
 //     static-initialization time (registry/extensions.hpp), keyed by name.
 //

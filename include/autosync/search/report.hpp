@@ -119,7 +119,7 @@ struct bottleneck_report {
 struct group_alternative {
   std::size_t group = 0;
   bool found = false;          // false: no other value of any aspect is allowed for the group
-  aspect changed = aspect::architecture;
+  aspect changed = aspect_of<slot::architecture>;
   group_desc alternative;      // the group's fastest one-aspect change
   double iteration = 0.0;      // the strategy's predicted iteration with it
   double saving = 0.0;         // iteration - the strategy's own prediction
@@ -181,18 +181,7 @@ struct group_alternative {
   return out;
 }
 
-[[nodiscard]] constexpr std::string_view name_of(aspect a) noexcept {
-  switch (a) {
-    case aspect::architecture: return "architecture";
-    case aspect::topology: return "topology";
-    case aspect::compression: return "compression";
-    case aspect::fusion: return "fusion";
-    case aspect::schedule: return "schedule";
-    case aspect::placement: return "placement";
-    case aspect::replication: return "replication";
-    case aspect::partitioner: return "partitioner";
-  }
-  return "extension";
-}
+// The slot an aspect changes ("architecture", or a registered extension slot's name).
+[[nodiscard]] inline std::string name_of(aspect a) { return aspect_name(a); }
 
 }  // namespace autosync::search

@@ -36,9 +36,9 @@ namespace autosync::search {
 
 // The architecture first, then every other aspect with probability 1/2 (t: the override tensor).
 inline void randomize_group(const space& sp, group_desc& g, random& rng, const tensor* t) {
-  if (!t || !t->sparse || rng.chance(0.5)) (void)sp.randomize(g, aspect::architecture, rng, t);
+  if (!t || !t->sparse || rng.chance(0.5)) (void)sp.randomize(g, aspect_of<slot::architecture>, rng, t);
   for (auto a : sp.aspects())
-    if (a != aspect::architecture && rng.chance(0.5)) (void)sp.randomize(g, a, rng, t);
+    if (a != aspect_of<slot::architecture> && rng.chance(0.5)) (void)sp.randomize(g, a, rng, t);
 }
 
 // One draw (not yet checked: space::feasible).

@@ -315,7 +315,7 @@ class searcher {
     const auto ti = sp_.slots()[s];
     const auto& t = m_.tensors[ti];
     if (sp_.slot_sparse(s)) {
-      const auto a = rng_.chance(0.5) ? aspect::architecture : (rng_.chance(0.5) ? aspect::partitioner : aspect::placement);
+      const auto a = rng_.chance(0.5) ? aspect_of<slot::architecture> : (rng_.chance(0.5) ? aspect_of<slot::partitioner> : aspect_of<slot::placement>);
       return sp_.randomize(c.owned[s], a, rng_, &t);
     }
     if (c.own[s]) {
@@ -417,7 +417,7 @@ class searcher {
           if (c.own[s] && c.owned[s].architecture == architecture_kind::parameter_server) ps.push_back(R + s);
         if (ps.empty()) return false;
         const auto k = ps[rng_.below(ps.size())];
-        return sp_.randomize(k < R ? c.runs[k] : c.owned[k - R], aspect::placement, rng_, nullptr);
+        return sp_.randomize(k < R ? c.runs[k] : c.owned[k - R], aspect_of<slot::placement>, rng_, nullptr);
       }
       case move::swap:
         if (c.own.empty()) return false;

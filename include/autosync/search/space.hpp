@@ -12,19 +12,7 @@
 //
 // Runs are contiguous in backward order, so run boundaries are fusion boundaries: a run is
 // one group, its buckets form in ready order under the group's fusion cap. Sparse tensors
-// always own a group (parameter_server or all_gather). Per group the choices are:
-//
-//   architecture   all_reduce | sharded | parameter_server   (all_gather: sparse only)
-//   topology       ring | tree | halving_doubling | hierarchical<intra, inter>   (collectives)
-//   compression    none; fp16, bf16 and lossy registered compressors only with allow_lossy
-//   <extension>    one aspect per registered slot (aspects(), extension_proposals)
-//   fusion         cap from a log-spaced set (64 KiB x4 ... 1 GiB, unbounded; 0 = no fusion for
-//                  runs without tiny tensors), first bucket = cap or 1 MiB (DDP's small first)
-//   schedule       fifo | priority
-//   placement      round_robin | load_balanced | hashed | pinned<i>         (parameter_server)
-//   replication    none | local                                             (parameter_server)
-//   partitioner    none | by_bytes<1 MiB, 4,096,000, 16 MiB, 64 MiB> | even<K, axis> (overrides;
-//                  runs: even<K, 0> when every member has >= K rows)
+// always own a group (parameter_server or all_gather). The choices per group: search/aspects.hpp.
 //
 // A move between a collective and a parameter server (`variants` / `randomize` of the
 // architecture) also chooses the aspects only the new architecture reads (every topology, or
@@ -41,6 +29,8 @@
 #include <autosync/model.hpp>
 #include <autosync/search/constraints.hpp>
 #include <autosync/search/random.hpp>
+#include <autosync/registry/core.hpp>
+#include <autosync/search/aspects.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
 #include <algorithm>
@@ -50,26 +40,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 namespace autosync::search {
-struct space_options {
-  bool allow_lossy = false;
-  std::uint64_t tiny_bytes = 64 * 1024;        // knowledge::tiny_bytes
-  std::uint64_t large_bytes = 4 * 1024 * 1024; // dense tensors from this size get an override slot
-  lossy_budget lossy{};                         // knowledge::lossy
-};
-inline constexpr std::uint64_t small_first_bucket = 1024 * 1024;
-// Log-spaced fusion caps (x4 from 64 KiB to 1 GiB) and the whole group in one bucket.
-inline constexpr std::array<std::uint64_t, 10> fusion_caps{
-    std::uint64_t{1} << 16, std::uint64_t{1} << 18, std::uint64_t{1} << 20, std::uint64_t{1} << 22, std::uint64_t{1} << 24,
-    std::uint64_t{1} << 26, std::uint64_t{1} << 28, std::uint64_t{1} << 30, unbounded_bytes, 0};
-inline constexpr std::array<std::uint64_t, 4> partition_bytes{std::uint64_t{1} << 20, 4096000, std::uint64_t{1} << 24, std::uint64_t{1} << 26};
-// One aspect of a group strategy: what a local-search move changes.
-enum class aspect : std::uint8_t { architecture, topology, compression, fusion, schedule, placement, replication, partitioner };
-inline constexpr std::array<aspect, 8> all_aspects{aspect::architecture, aspect::topology,  aspect::compression, aspect::fusion,
-                                                   aspect::schedule,     aspect::placement, aspect::replication, aspect::partitioner};
-// The aspect of extension slot k (its index in registry::slots()).
-[[nodiscard]] constexpr aspect extension_aspect(std::size_t k) noexcept { return static_cast<aspect>(all_aspects.size() + k); }
 struct candidate {
   std::vector<std::uint32_t> starts;  // run starts in space::dense(), ascending, starts[0] == 0
   std::vector<group_desc> runs;       // one per run
@@ -121,10 +94,8 @@ class space {
       if (topology_allowed(architecture_kind::sharded, t, c)) topo_sh_.push_back(t);
     }
     for (compression_id i = 0; i < compression_registry.size(); ++i) push_compression(compression_value{i});
-    for (const auto& e : registry::compressions()) {
-      if (e.alternatives.empty()) push_compression(compression_value{stable_id(e.name), registry::defaults(e.params)});
-      for (const auto& a : e.alternatives) push_compression(compression_value{stable_id(e.name), a});
-    }
+    for (const auto& e : registry::compressions())
+      for (const auto& a : registry::proposed_params(e)) push_compression(compression_value{stable_id(e.name), a});
     aspects_.assign(all_aspects.begin(), all_aspects.end());
     for (std::size_t k = 0; k < registry::slots().size(); ++k) aspects_.push_back(extension_aspect(k));
     placements_ = {placement_value{placement_kind::round_robin, 0}, placement_value{placement_kind::load_balanced, 0},
@@ -342,66 +313,18 @@ class space {
   // nullptr for a run). Returns false when the aspect has a single value for g.
   bool randomize(group_desc& g, aspect a, random& rng, const tensor* t) const {
     const group_desc before = g;
-    switch (a) {
-      case aspect::architecture: {
-        if (t && t->sparse) {
-          g.architecture = g.architecture == architecture_kind::parameter_server ? architecture_kind::all_gather
-                                                                                  : architecture_kind::parameter_server;
-          g.partitioner = partitioner_value{};
-        } else {
-          g.architecture = rng.pick(std::span<const architecture_kind>(dense_arch_));
-        }
-        g = normalized(g);
-        if (is_collective(g.architecture)) {
-          const auto tops = topologies(g.architecture);
-          // from a parameter server: the topology is the new architecture's own choice
-          if (!is_collective(before.architecture) || std::find(tops.begin(), tops.end(), g.topology) == tops.end()) g.topology = rng.pick(tops);
-          if (g.fusion.cap_bytes == 0 && !t) g.fusion = fusion_value{std::uint64_t{1} << 24, std::uint64_t{1} << 24};
-        } else if (g.architecture == architecture_kind::parameter_server && before.architecture != g.architecture) {
-          g.placement = placement_value{placement_kind::load_balanced, 0};
-          g.replication = rng.pick(std::span<const replication_kind>(replications_));
-        }
-        break;
-      }
-      case aspect::topology: {
-        const auto tops = topologies(g.architecture);
-        if (tops.empty()) return false;
-        g.topology = rng.pick(tops);
-        break;
-      }
-      case aspect::compression:
-        if (t && t->type != dtype::f32 && t->type != dtype::f64) return false;
-        g.compression = rng.pick(std::span<const compression_value>(comp_));
-        break;
-      case aspect::fusion: {
-        const std::size_t n = fusion_caps.size();
-        const auto cap = fusion_caps[rng.below(n)];
-        const bool small = rng.chance(0.25);
-        g.fusion = fusion_value{cap, small && cap > small_first_bucket ? small_first_bucket : cap};
-        break;
-      }
-      case aspect::schedule:
-        g.schedule = g.schedule == schedule_kind::fifo ? schedule_kind::priority : schedule_kind::fifo;
-        break;
-      case aspect::placement:
-        if (g.architecture != architecture_kind::parameter_server) return false;
-        g.placement = rng.pick(std::span<const placement_value>(placements_));
-        break;
-      case aspect::replication:
-        if (g.architecture != architecture_kind::parameter_server || replications_.size() < 2) return false;
-        g.replication = g.replication == replication_kind::none ? replication_kind::local : replication_kind::none;
-        break;
-      case aspect::partitioner:
-        if (g.architecture == architecture_kind::all_gather) return false;
-        g.partitioner = random_partitioner(rng, t);
-        break;
-      default: {  // an extension slot
-        const auto k = static_cast<std::size_t>(a) - all_aspects.size();
-        const auto vs = k < registry::slots().size() ? extension_proposals(k, g) : std::vector<ext_value>{};
-        if (vs.empty()) return false;
-        g = with_extension(g, vs[rng.below(vs.size())]);
-        break;
-      }
+    const auto i = static_cast<std::size_t>(a);
+    if (i < core_slot_count) {
+      const bool moved = visit_core_slot<bool>(i, [&]<class Slot>(std::type_identity<Slot>) {
+        static_assert(requires { randomize_slot(Slot{}, g, rng, t); }, "autosync::search::space: a core slot has no randomize_slot/variants_slot overload (its search moves)");
+        return randomize_slot(Slot{}, g, rng, t);
+      });
+      if (!moved) return false;
+    } else {  // an extension slot
+      const auto k = i - core_slot_count;
+      const auto vs = k < registry::slots().size() ? extension_proposals(k, g) : std::vector<ext_value>{};
+      if (vs.empty()) return false;
+      g = with_extension(g, vs[rng.below(vs.size())]);
     }
     return !(g == before);
   }
@@ -409,114 +332,14 @@ class space {
   // Every allowed value of aspect `a` for g (t: the override tensor, nullptr for a run),
   // appended to `out` as whole group strategies (g itself included when allowed).
   void variants(const group_desc& g, aspect a, const tensor* t, std::vector<group_desc>& out) const {
-    auto push = [&](group_desc v) { out.push_back(v); };
-    switch (a) {
-      case aspect::architecture:
-        if (t && t->sparse) {
-          for (auto k : {architecture_kind::parameter_server, architecture_kind::all_gather}) {
-            group_desc v = g;
-            v.architecture = k;
-            v.partitioner = k == architecture_kind::all_gather ? partitioner_value{} : v.partitioner;
-            push(normalized(v));
-          }
-          break;
-        }
-        for (auto k : dense_arch_) {
-          group_desc v = g;
-          v.architecture = k;
-          v = normalized(v);
-          if (is_collective(k)) {
-            if (v.fusion.cap_bytes == 0 && !t) v.fusion = fusion_value{std::uint64_t{1} << 24, std::uint64_t{1} << 24};
-            const auto tops = topologies(k);
-            if (is_collective(g.architecture) && std::find(tops.begin(), tops.end(), v.topology) != tops.end()) {
-              push(v);
-              continue;
-            }
-            for (const auto& tp : tops) {  // from a parameter server: every topology with it
-              v.topology = tp;
-              push(v);
-            }
-          } else if (k == g.architecture) {
-            push(v);
-          } else {
-            v.placement = placement_value{placement_kind::load_balanced, 0};
-            for (auto r : replications_) {  // every replication with it
-              v.replication = r;
-              push(v);
-            }
-          }
-        }
-        break;
-      case aspect::topology:
-        for (const auto& tp : topologies(g.architecture)) {
-          group_desc v = g;
-          v.topology = tp;
-          push(v);
-        }
-        break;
-      case aspect::compression:
-        for (const auto& c : comp_) {
-          group_desc v = g;
-          v.compression = c;
-          push(v);
-        }
-        break;
-      case aspect::fusion:
-        for (auto cap : fusion_caps)
-          for (bool small : {false, true}) {
-            if (small && cap <= small_first_bucket) continue;
-            group_desc v = g;
-            v.fusion = fusion_value{cap, small ? small_first_bucket : cap};
-            push(v);
-          }
-        break;
-      case aspect::schedule:
-        for (auto k : {schedule_kind::fifo, schedule_kind::priority}) {
-          group_desc v = g;
-          v.schedule = k;
-          push(v);
-        }
-        break;
-      case aspect::placement:
-        if (g.architecture != architecture_kind::parameter_server) break;
-        for (const auto& pl : placements_) {
-          group_desc v = g;
-          v.placement = pl;
-          push(v);
-        }
-        break;
-      case aspect::replication:
-        if (g.architecture != architecture_kind::parameter_server) break;
-        for (auto r : replications_) {
-          group_desc v = g;
-          v.replication = r;
-          push(v);
-        }
-        break;
-      case aspect::partitioner: {
-        if (g.architecture == architecture_kind::all_gather) break;
-        group_desc v = g;
-        v.partitioner = partitioner_value{};
-        push(v);
-        if (!t || !t->sparse)
-          for (auto b : partition_bytes) {
-            v.partitioner = partitioner_value{partitioner_kind::by_bytes, 1, 0, b};
-            push(v);
-          }
-        const auto rank = t ? static_cast<std::int32_t>(t->shape.size()) : 1;
-        for (std::int32_t ax = 0; ax < rank; ++ax) {
-          const auto hi = t ? max_shards(*t, ax, *cluster_) : static_cast<std::int64_t>(servers_);
-          for (std::int64_t k = 2; k <= hi; ++k) {
-            v.partitioner = partitioner_value{partitioner_kind::even, static_cast<std::int32_t>(k), ax, 0};
-            push(v);
-          }
-        }
-        break;
-      }
-      default:  // an extension slot
-        if (const auto k = static_cast<std::size_t>(a) - all_aspects.size(); k < registry::slots().size())
-          for (const auto& x : extension_proposals(k, g)) push(with_extension(g, x));
-        break;
+    const auto i = static_cast<std::size_t>(a);
+    if (i < core_slot_count) {
+      (void)visit_core_slot<bool>(i, [&]<class Slot>(std::type_identity<Slot>) {
+        variants_slot(Slot{}, g, t, out);
+        return true;
+      });
+    } else if (const auto k = i - core_slot_count; k < registry::slots().size()) {  // an extension slot
+      for (const auto& x : extension_proposals(k, g)) out.push_back(with_extension(g, x));
     }
   }
 
@@ -563,6 +386,175 @@ class space {
   }
 
  private:
+  // ---- each core slot's moves: randomize_slot (false: the aspect has a single value for g) and
+  // variants_slot, found by overload on the slot tag ----------------------------------------
+  bool randomize_slot(slot::architecture, group_desc& g, random& rng, const tensor* t) const {
+    const group_desc before = g;
+    if (t && t->sparse) {
+      g.architecture = g.architecture == architecture_kind::parameter_server ? architecture_kind::all_gather
+                                                                              : architecture_kind::parameter_server;
+      g.partitioner = partitioner_value{};
+    } else {
+      g.architecture = rng.pick(std::span<const architecture_kind>(dense_arch_));
+    }
+    g = normalized(g);
+    if (is_collective(g.architecture)) {
+      const auto tops = topologies(g.architecture);
+      // from a parameter server: the topology is the new architecture's own choice
+      if (!is_collective(before.architecture) || std::find(tops.begin(), tops.end(), g.topology) == tops.end()) g.topology = rng.pick(tops);
+      if (g.fusion.cap_bytes == 0 && !t) g.fusion = fusion_value{std::uint64_t{1} << 24, std::uint64_t{1} << 24};
+    } else if (g.architecture == architecture_kind::parameter_server && before.architecture != g.architecture) {
+      g.placement = placement_value{placement_kind::load_balanced, 0};
+      g.replication = rng.pick(std::span<const replication_kind>(replications_));
+    }
+    return true;
+  }
+  bool randomize_slot(slot::topology, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    const auto tops = topologies(g.architecture);
+    if (tops.empty()) return false;
+    g.topology = rng.pick(tops);
+    return true;
+  }
+  bool randomize_slot(slot::compression, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    if (t && t->type != dtype::f32 && t->type != dtype::f64) return false;
+    g.compression = rng.pick(std::span<const compression_value>(comp_));
+    return true;
+  }
+  bool randomize_slot(slot::fusion, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    const std::size_t n = fusion_caps.size();
+    const auto cap = fusion_caps[rng.below(n)];
+    const bool small = rng.chance(0.25);
+    g.fusion = fusion_value{cap, small && cap > small_first_bucket ? small_first_bucket : cap};
+    return true;
+  }
+  bool randomize_slot(slot::schedule, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    g.schedule = g.schedule == schedule_kind::fifo ? schedule_kind::priority : schedule_kind::fifo;
+    return true;
+  }
+  bool randomize_slot(slot::placement, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    if (g.architecture != architecture_kind::parameter_server) return false;
+    g.placement = rng.pick(std::span<const placement_value>(placements_));
+    return true;
+  }
+  bool randomize_slot(slot::replication, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    if (g.architecture != architecture_kind::parameter_server || replications_.size() < 2) return false;
+    g.replication = g.replication == replication_kind::none ? replication_kind::local : replication_kind::none;
+    return true;
+  }
+  bool randomize_slot(slot::partitioner, group_desc& g, [[maybe_unused]] random& rng, [[maybe_unused]] const tensor* t) const {
+    if (g.architecture == architecture_kind::all_gather) return false;
+    g.partitioner = random_partitioner(rng, t);
+    return true;
+  }
+  void variants_slot(slot::architecture, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    if (t && t->sparse) {
+      for (auto k : {architecture_kind::parameter_server, architecture_kind::all_gather}) {
+        group_desc v = g;
+        v.architecture = k;
+        v.partitioner = k == architecture_kind::all_gather ? partitioner_value{} : v.partitioner;
+        push(normalized(v));
+      }
+      return;
+    }
+    for (auto k : dense_arch_) {
+      group_desc v = g;
+      v.architecture = k;
+      v = normalized(v);
+      if (is_collective(k)) {
+        if (v.fusion.cap_bytes == 0 && !t) v.fusion = fusion_value{std::uint64_t{1} << 24, std::uint64_t{1} << 24};
+        const auto tops = topologies(k);
+        if (is_collective(g.architecture) && std::find(tops.begin(), tops.end(), v.topology) != tops.end()) {
+          push(v);
+          continue;
+        }
+        for (const auto& tp : tops) {  // from a parameter server: every topology with it
+          v.topology = tp;
+          push(v);
+        }
+      } else if (k == g.architecture) {
+        push(v);
+      } else {
+        v.placement = placement_value{placement_kind::load_balanced, 0};
+        for (auto r : replications_) {  // every replication with it
+          v.replication = r;
+          push(v);
+        }
+      }
+    }
+  }
+  void variants_slot(slot::topology, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    for (const auto& tp : topologies(g.architecture)) {
+      group_desc v = g;
+      v.topology = tp;
+      push(v);
+    }
+  }
+  void variants_slot(slot::compression, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    for (const auto& c : comp_) {
+      group_desc v = g;
+      v.compression = c;
+      push(v);
+    }
+  }
+  void variants_slot(slot::fusion, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    for (auto cap : fusion_caps)
+      for (bool small : {false, true}) {
+        if (small && cap <= small_first_bucket) continue;
+        group_desc v = g;
+        v.fusion = fusion_value{cap, small ? small_first_bucket : cap};
+        push(v);
+      }
+  }
+  void variants_slot(slot::schedule, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    for (auto k : {schedule_kind::fifo, schedule_kind::priority}) {
+      group_desc v = g;
+      v.schedule = k;
+      push(v);
+    }
+  }
+  void variants_slot(slot::placement, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    if (g.architecture != architecture_kind::parameter_server) return;
+    for (const auto& pl : placements_) {
+      group_desc v = g;
+      v.placement = pl;
+      push(v);
+    }
+  }
+  void variants_slot(slot::replication, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    if (g.architecture != architecture_kind::parameter_server) return;
+    for (auto r : replications_) {
+      group_desc v = g;
+      v.replication = r;
+      push(v);
+    }
+  }
+  void variants_slot(slot::partitioner, const group_desc& g, [[maybe_unused]] const tensor* t, std::vector<group_desc>& out) const {
+    auto push = [&](group_desc v) { out.push_back(v); };
+    if (g.architecture == architecture_kind::all_gather) return;
+    group_desc v = g;
+    v.partitioner = partitioner_value{};
+    push(v);
+    if (!t || !t->sparse)
+      for (auto b : partition_bytes) {
+        v.partitioner = partitioner_value{partitioner_kind::by_bytes, 1, 0, b};
+        push(v);
+      }
+    const auto rank = t ? static_cast<std::int32_t>(t->shape.size()) : 1;
+    for (std::int32_t ax = 0; ax < rank; ++ax) {
+      const auto hi = t ? max_shards(*t, ax, *cluster_) : static_cast<std::int64_t>(servers_);
+      for (std::int64_t k = 2; k <= hi; ++k) {
+        v.partitioner = partitioner_value{partitioner_kind::even, static_cast<std::int32_t>(k), ax, 0};
+        push(v);
+      }
+    }
+  }
   void push_compression(const compression_value& c) {
     if (compression_allowed(c, rules_)) comp_.push_back(c);
   }

@@ -13,6 +13,7 @@
 #include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/pack.hpp>
+#include <autosync/registry/core.hpp>
 #include <autosync/registry/extensions.hpp>
 #include <autosync/registry/rules.hpp>
 #include <autosync/strategy/made_for.hpp>
@@ -70,14 +71,7 @@ template <StrategyType S>
 [[nodiscard]] constexpr group_desc describe() noexcept {
   group_desc g;
   detail::describe_ext(g, typename S::policies{});
-  g.architecture = S::architecture::value;
-  g.partitioner = S::partitioner::value;
-  g.placement = S::placement::value;
-  g.replication = S::replication::value;
-  g.topology = S::topology::value;
-  g.compression = S::compression::value;
-  g.fusion = S::fusion::value;
-  g.schedule = S::schedule::value;
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) { slot_traits<Slot>::field(g) = S::template get<Slot>::value; });
   return g;
 }
 
@@ -120,53 +114,14 @@ struct strategy_desc {
 }
 
 inline void validate_group(const group_desc& g, const std::string& f) {
-  if (static_cast<std::size_t>(g.architecture) >= enum_names<architecture_kind>::names.size())
-    throw error(f + ".architecture", "unknown value");
-  const auto& p = g.partitioner;
-  switch (p.kind) {
-    case partitioner_kind::none: break;
-    case partitioner_kind::even:
-      if (p.shards < 1) throw error(f + ".partitioner.shards", "must be >= 1");
-      if (p.axis < 0) throw error(f + ".partitioner.axis", "must be >= 0");
-      break;
-    case partitioner_kind::by_bytes:
-      if (p.max_bytes < 1) throw error(f + ".partitioner.max_bytes", "must be >= 1");
-      break;
-    default: throw error(f + ".partitioner.kind", "unknown value");
-  }
-  if (static_cast<std::size_t>(g.placement.kind) >= enum_names<placement_kind>::names.size())
-    throw error(f + ".placement.kind", "unknown value");
-  if (g.placement.kind == placement_kind::pinned && g.placement.server < 0)
-    throw error(f + ".placement.server", "must be >= 0");
-  if (static_cast<std::size_t>(g.replication) >= enum_names<replication_kind>::names.size())
-    throw error(f + ".replication", "unknown value");
-  const auto& t = g.topology;
-  const auto nt = enum_names<topology_kind>::names.size();
-  if (static_cast<std::size_t>(t.kind) >= nt || static_cast<std::size_t>(t.intra) >= nt || static_cast<std::size_t>(t.inter) >= nt)
-    throw error(f + ".topology", "unknown value");
-  if (t.kind == topology_kind::hierarchical) {
-    if (t.intra == topology_kind::hierarchical) throw error(f + ".topology.intra", "must be ring, tree or halving_doubling");
-    if (t.inter == topology_kind::hierarchical) throw error(f + ".topology.inter", "must be ring, tree or halving_doubling");
-  } else if (t.intra != topology_kind::ring || t.inter != topology_kind::ring) {
-    throw error(f + ".topology", "intra/inter are only for hierarchical");
-  }
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {
+    slot_traits<Slot>::validate(slot_traits<Slot>::field(g), f + "." + std::string(Slot::name));
+  });
   // the cross-slot rules: the same predicates strategy<...> checks at compile time
   rules::for_each_failure(g, [&](auto r) {
     using R = decltype(r);
     throw error(f + "." + std::string(rules::field<R>()), R::why(g));
   });
-  if (!is_extension_id(g.compression.id)) {
-    if (!find_compression(g.compression.id))
-      throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression.id) + " (valid: " + all_compression_names() + ")");
-    if (!(g.compression.params == param_list{})) throw error(f + ".compression", "a built-in compressor has no parameters");
-  } else {
-    const auto* e = registry::find_compression(g.compression.id);
-    if (!e)
-      throw error(f + ".compression", "unknown compressor id " + std::to_string(g.compression.id) + " (valid: " + all_compression_names() + ")");
-    if (auto why = registry::param_problem(e->params, g.compression.params); !why.empty()) throw error(f + ".compression." + why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
-  }
-  if (static_cast<std::size_t>(g.schedule) >= enum_names<schedule_kind>::names.size())
-    throw error(f + ".schedule", "unknown value");
   for (std::size_t i = 0; i < g.ext.v.size(); ++i) {
     const auto& x = g.ext.v[i];
     if (x.slot == 0) continue;

@@ -1,13 +1,14 @@
 // autosync/strategy/dispatch.hpp — runtime descriptor -> compile-time policy types (Boost.Hana).
 // Host-only: nothing nvcc compiles may include this header.
 //
-// The structural slots have closed policy sets, enumerated here at compile time:
+// The structural slots are the core slots whose slot_traits declare a closed policy set
+// (`closed_set`, next to each slot's policies); today:
 //
 //   slot           policies                                                          count
 //   architecture   arch::all                                                            4
 //   replication    repl::all                                                            2
-//   topology       ring, tree, halving_doubling, hierarchical<I, O> for I, O flat     3+9
-//   compression    comp::all (the compression registry)                                 3
+//   topology       topo::all: ring, tree, halving_doubling, hierarchical<I, O>        3+9
+//   compression    comp::all (the built-in compressors)                                 3
 //   schedule       sched::all                                                           2
 //
 // visit_slot<Slot>(group, f) finds the policy whose `value` equals the descriptor's value for
@@ -53,11 +54,8 @@
 #include <autosync/strategy/descriptor.hpp>
 
 #include <boost/hana/at.hpp>
-#include <boost/hana/cartesian_product.hpp>
-#include <boost/hana/concat.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/length.hpp>
-#include <boost/hana/transform.hpp>
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
@@ -80,62 +78,41 @@ constexpr auto hana_types(type_list<Ts...>) {
 template <class>
 inline constexpr bool dependent_false = false;
 
-constexpr auto all_topologies() {
-  constexpr auto flat = hana_types(topo::flat{});
-  constexpr auto pairs = hana::cartesian_product(hana::make_tuple(flat, flat));
-  constexpr auto hier = hana::transform(pairs, [](auto p) {
-    using I = typename decltype(+hana::at_c<0>(p))::type;
-    using O = typename decltype(+hana::at_c<1>(p))::type;
-    return hana::type_c<topo::hierarchical<I, O>>;
-  });
-  return hana::concat(flat, hier);
-}
 }  // namespace detail
 
-// The closed policy set of a slot, as a hana::tuple of hana::type. Specialize it to open a new
-// structural slot to dispatch (together with slot_value below).
+// The closed policy set of a slot, as a hana::tuple of hana::type: its slot_traits' closed_set
+// (policy/slots.hpp). A slot opens to dispatch by declaring one there (or by specializing this).
 template <class Slot>
 struct closed_policies {
-  static_assert(detail::dependent_false<Slot>,
+  static_assert(requires { typename slot_traits<Slot>::closed_set; },
                 "autosync::visit: this slot has no closed policy set (partitioner, placement and fusion carry numbers and "
                 "stay values in group_desc; see dispatch.hpp)");
-};
-template <>
-struct closed_policies<slot::architecture> {
-  static constexpr auto types = detail::hana_types(arch::all{});
-};
-template <>
-struct closed_policies<slot::replication> {
-  static constexpr auto types = detail::hana_types(repl::all{});
-};
-template <>
-struct closed_policies<slot::topology> {
-  static constexpr auto types = detail::all_topologies();
-};
-template <>
-struct closed_policies<slot::compression> {
-  static constexpr auto types = detail::hana_types(comp::all{});
-};
-template <>
-struct closed_policies<slot::schedule> {
-  static constexpr auto types = detail::hana_types(sched::all{});
+  static constexpr auto types = detail::hana_types(typename slot_traits<Slot>::closed_set{});
 };
 
-// The structural slots, in slot_list order: what visit<>() visits.
-using structural_slots = type_list<slot::architecture, slot::replication, slot::topology, slot::compression, slot::schedule>;
+namespace detail {
+template <class Acc, class... Slots>
+struct with_closed_set {
+  using type = Acc;
+};
+template <class... Acc, class S, class... Rest>
+struct with_closed_set<type_list<Acc...>, S, Rest...> {
+  using type = typename with_closed_set<
+      std::conditional_t<requires { typename slot_traits<S>::closed_set; }, type_list<Acc..., S>, type_list<Acc...>>, Rest...>::type;
+};
+template <class... Slots>
+auto structural_of(type_list<Slots...>) -> typename with_closed_set<type_list<>, Slots...>::type;
+}  // namespace detail
 
-// A group descriptor's value for one slot.
+// The structural slots (those with a closed policy set), in slot_list order: what visit<>() visits.
+using structural_slots = decltype(detail::structural_of(slot_list{}));
+
+// A group descriptor's value for one slot, as its policies' `value` compare with it.
 template <class Slot>
 [[nodiscard]] constexpr auto slot_value(const group_desc& g) noexcept {
-  if constexpr (std::is_same_v<Slot, slot::architecture>) return g.architecture;
-  else if constexpr (std::is_same_v<Slot, slot::partitioner>) return g.partitioner;
-  else if constexpr (std::is_same_v<Slot, slot::placement>) return g.placement;
-  else if constexpr (std::is_same_v<Slot, slot::replication>) return g.replication;
-  else if constexpr (std::is_same_v<Slot, slot::topology>) return g.topology;
-  else if constexpr (std::is_same_v<Slot, slot::compression>) return g.compression.id;
-  else if constexpr (std::is_same_v<Slot, slot::fusion>) return g.fusion;
-  else if constexpr (std::is_same_v<Slot, slot::schedule>) return g.schedule;
-  else static_assert(detail::dependent_false<Slot>, "autosync::slot_value: unknown slot");
+  const auto& v = slot_traits<Slot>::field(g);
+  if constexpr (requires { slot_traits<Slot>::dispatch_key(v); }) return slot_traits<Slot>::dispatch_key(v);
+  else return v;
 }
 
 // How many policy types a slot dispatches to.

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace autosync {
@@ -104,38 +105,11 @@ inline void check_namespace(std::string_view ns) {
   }
 }
 
-// The group's policies, one per slot, in slot_list order.
+// The group's policies, one per slot, in slot_list order (each slot's slot_traits::cpp_type),
+// then the extension slots not at their default.
 [[nodiscard]] inline std::vector<std::string> policies(const group_desc& g) {
-  auto q = [](std::string_view space, std::string_view n) { return "autosync::" + std::string(space) + "::" + std::string(n); };
   std::vector<std::string> r;
-  r.push_back(q("arch", name_of(g.architecture)));
-  switch (g.partitioner.kind) {
-    case partitioner_kind::none: r.push_back(q("part", "none")); break;
-    case partitioner_kind::even:
-      r.push_back(q("part", "even") + "<" + std::to_string(g.partitioner.shards) + ", " + std::to_string(g.partitioner.axis) + ">");
-      break;
-    case partitioner_kind::by_bytes: r.push_back(q("part", "by_bytes") + "<" + std::to_string(g.partitioner.max_bytes) + "ull>"); break;
-  }
-  if (g.placement.kind == placement_kind::pinned)
-    r.push_back(q("place", "pinned") + "<" + std::to_string(g.placement.server) + ">");
-  else
-    r.push_back(q("place", name_of(g.placement.kind)));
-  r.push_back(q("repl", name_of(g.replication)));
-  if (g.topology.kind == topology_kind::hierarchical)
-    r.push_back(q("topo", "hierarchical") + "<" + q("topo", name_of(g.topology.intra)) + ", " + q("topo", name_of(g.topology.inter)) + ">");
-  else
-    r.push_back(q("topo", name_of(g.topology.kind)));
-  std::string cname = compression_name(g.compression);
-  for (auto p = cname.find("*/"); p != std::string::npos; p = cname.find("*/")) cname.replace(p, 2, "*_/");
-  if (!is_extension_id(g.compression.id)) {
-    r.push_back("autosync::compression_at<" + std::to_string(g.compression.id) + "> /* " + cname + " */");
-  } else {
-    const auto* e = registry::find_compression(g.compression.id);
-    if (!e || !e->cpp_type) throw error("compression", "registered compressor '" + cname + "' has no cpp_type: emit_header cannot name its policy");
-    r.push_back(e->cpp_type(g.compression.params));
-  }
-  r.push_back(q("fuse", "bucket_cap") + "<" + std::to_string(g.fusion.cap_bytes) + "ull, " + std::to_string(g.fusion.first_cap_bytes) + "ull>");
-  r.push_back(q("sched", name_of(g.schedule)));
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) { r.push_back(slot_traits<Slot>::cpp_type(slot_traits<Slot>::field(g))); });
   for (const auto& x : g.ext.v) {  // extension slots (absent: the slot's default, not written)
     if (x.slot == 0) break;
     const auto* se = registry::find_slot(x.slot);
@@ -149,8 +123,10 @@ inline void check_namespace(std::string_view ns) {
 [[nodiscard]] inline std::vector<std::string> extension_headers(const strategy_desc& s) {
   std::vector<std::string> r;
   for (const auto& g : s.groups) {
-    if (const auto* e = is_extension_id(g.compression.id) ? registry::find_compression(g.compression.id) : nullptr; e && !e->header.empty())
-      r.push_back(e->header);
+    for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {  // slots whose values can come from the registry
+      if constexpr (requires { slot_traits<Slot>::header(slot_traits<Slot>::field(g)); })
+        if (auto h = slot_traits<Slot>::header(slot_traits<Slot>::field(g)); !h.empty()) r.push_back(std::move(h));
+    });
     for (const auto& x : g.ext.v)
       if (const auto* se = x.slot ? registry::find_slot(x.slot) : nullptr; se && !se->header.empty()) r.push_back(se->header);
   }

@@ -43,93 +43,13 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace autosync {
 namespace detail::jio {
-
-[[nodiscard]] inline partitioner_value read_partitioner(const json& j, const std::string& f) {
-  partitioner_value p;
-  if (j.is_string()) {
-    p.kind = read_enum<partitioner_kind>(j, f, "partitioner");
-    if (p.kind == partitioner_kind::even)
-      throw error(f, "'even' needs its numbers: {\"kind\": \"even\", \"shards\": K, \"axis\": A}");
-    if (p.kind == partitioner_kind::by_bytes)
-      throw error(f, "'by_bytes' needs its number: {\"kind\": \"by_bytes\", \"max_bytes\": B}");
-    return p;
-  }
-  expect_object(j, f, "a partitioner: \"none\", {\"kind\": \"even\", ...} or {\"kind\": \"by_bytes\", ...}");
-  p.kind = read_enum<partitioner_kind>(require(j, f, "kind"), member(f, "kind"), "partitioner");
-  switch (p.kind) {
-    case partitioner_kind::none: check_keys(j, f, {"kind"}, "for partitioner 'none'"); break;
-    case partitioner_kind::even:
-      check_keys(j, f, {"kind", "shards", "axis"}, "for partitioner 'even'");
-      p.shards = read_int32(require(j, f, "shards"), member(f, "shards"));
-      if (const json* v = find(j, "axis")) p.axis = read_int32(*v, member(f, "axis"));
-      break;
-    case partitioner_kind::by_bytes:
-      check_keys(j, f, {"kind", "max_bytes"}, "for partitioner 'by_bytes'");
-      p.max_bytes = read_uint64(require(j, f, "max_bytes"), member(f, "max_bytes"));
-      break;
-  }
-  return p;
-}
-
-[[nodiscard]] inline placement_value read_placement(const json& j, const std::string& f) {
-  placement_value p;
-  if (j.is_string()) {
-    p.kind = read_enum<placement_kind>(j, f, "placement");
-    if (p.kind == placement_kind::pinned) throw error(f, "'pinned' needs its server: {\"kind\": \"pinned\", \"server\": I}");
-    return p;
-  }
-  expect_object(j, f, "a placement: a name or {\"kind\": \"pinned\", \"server\": I}");
-  p.kind = read_enum<placement_kind>(require(j, f, "kind"), member(f, "kind"), "placement");
-  if (p.kind == placement_kind::pinned) {
-    check_keys(j, f, {"kind", "server"}, "for placement 'pinned'");
-    p.server = read_int32(require(j, f, "server"), member(f, "server"));
-  } else {
-    check_keys(j, f, {"kind"}, "for placement '" + std::string(name_of(p.kind)) + "'");
-  }
-  return p;
-}
-
-[[nodiscard]] inline topology_value read_topology(const json& j, const std::string& f) {
-  topology_value t;
-  if (j.is_string()) {
-    t.kind = read_enum<topology_kind>(j, f, "topology");
-    if (t.kind == topology_kind::hierarchical)
-      throw error(f, "'hierarchical' needs its parts: {\"kind\": \"hierarchical\", \"intra\": \"ring\", \"inter\": \"tree\"}");
-    return t;
-  }
-  expect_object(j, f, "a topology: a name or {\"kind\": \"hierarchical\", \"intra\": ..., \"inter\": ...}");
-  t.kind = read_enum<topology_kind>(require(j, f, "kind"), member(f, "kind"), "topology");
-  if (t.kind == topology_kind::hierarchical) {
-    check_keys(j, f, {"kind", "intra", "inter"}, "for topology 'hierarchical'");
-    if (const json* v = find(j, "intra")) t.intra = read_enum<topology_kind>(*v, member(f, "intra"), "topology");
-    if (const json* v = find(j, "inter")) t.inter = read_enum<topology_kind>(*v, member(f, "inter"), "topology");
-  } else {
-    check_keys(j, f, {"kind"}, "for topology '" + std::string(name_of(t.kind)) + "'");
-  }
-  return t;
-}
-
-[[nodiscard]] inline fusion_value read_fusion(const json& j, const std::string& f) {
-  if (j.is_string()) {
-    const auto s = j.get<std::string>();
-    if (s == "none") return fuse::none::value;
-    if (s == "unbounded") return fuse::unbounded::value;
-    throw error(f, "unknown fusion '" + s + "' (valid: none, unbounded, or {\"cap_bytes\": B, \"first_cap_bytes\": F})");
-  }
-  expect_object(j, f, "a fusion: {\"cap_bytes\": B, \"first_cap_bytes\": F}");
-  check_keys(j, f, {"cap_bytes", "first_cap_bytes"});
-  fusion_value v;
-  v.cap_bytes = read_uint64(require(j, f, "cap_bytes"), member(f, "cap_bytes"));
-  v.first_cap_bytes = v.cap_bytes;  // as bucket_cap<Cap, First = Cap>
-  if (const json* x = find(j, "first_cap_bytes")) v.first_cap_bytes = read_uint64(*x, member(f, "first_cap_bytes"));
-  return v;
-}
 
 // A kind's parameters from {"kind": ..., <param>: number, ...}; missing ones take their defaults.
 [[nodiscard]] inline param_list read_params(const json& j, const std::string& f, const std::vector<registry::param_spec>& specs,
@@ -161,28 +81,54 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
     }
 }
 
-// "fp16", or {"kind": "int16", <param>: ...} for a registered compressor with parameters.
-[[nodiscard]] inline compression_value read_compression(const json& j, const std::string& f) {
-  const bool obj = j.is_object();
-  if (obj) expect_object(j, f, "a compression: a name or {\"kind\": ..., <parameters>}");
-  const auto s = obj ? read_string(require(j, f, "kind"), member(f, "kind")) : read_string(j, f);
-  if (const auto c = parse_compression(s)) {
-    if (obj) check_keys(j, f, {"kind"}, "for compression '" + s + "'");
-    return compression_value{*c};
-  }
-  const auto* e = registry::find_compression(s);
-  if (!e) throw error(obj ? member(f, "kind") : f, "unknown compression '" + s + "' (valid: " + all_compression_names() + ")");
-  return compression_value{stable_id(e->name), read_params(j, f, e->params, s)};
-}
+// The spelling adapters a core slot's traits read and write through (policy/slots.hpp):
+// `slot_reader` over one JSON value at field path f, `slot_writer` into one ordered_json value.
+class slot_reader {
+ public:
+  slot_reader(const json& j, std::string f) : j_(j), f_(std::move(f)) {}
+  [[nodiscard]] const std::string& field() const noexcept { return f_; }
+  [[nodiscard]] bool bare() const noexcept { return j_.is_string(); }  // a name, not an object
+  [[nodiscard]] bool has(std::string_view key) const { return j_.is_object() && find(j_, key) != nullptr; }
+  void expect_object(std::string_view what) const { jio::expect_object(j_, f_, what); }
+  void keys(std::initializer_list<std::string_view> allowed, std::string_view context = {}) const { check_keys(j_, f_, allowed, context); }
+  [[nodiscard]] std::string str() const { return read_string(j_, f_); }
+  // The bare name, or the object's "kind".
+  [[nodiscard]] std::string kind_string() const { return j_.is_object() ? read_string(require(j_, f_, "kind"), member(f_, "kind")) : read_string(j_, f_); }
+  template <class E>
+  [[nodiscard]] E enum_name(std::string_view what) const { return read_enum<E>(j_, f_, what); }
+  template <class E>
+  [[nodiscard]] E kind_enum(std::string_view what) const { return read_enum<E>(require(j_, f_, "kind"), member(f_, "kind"), what); }
+  template <class E>
+  [[nodiscard]] E enum_at(std::string_view key, std::string_view what) const { return read_enum<E>(require(j_, f_, key), member(f_, key), what); }
+  [[nodiscard]] std::int32_t i32(std::string_view key) const { return read_int32(require(j_, f_, key), member(f_, key)); }
+  [[nodiscard]] std::uint64_t u64(std::string_view key) const { return read_uint64(require(j_, f_, key), member(f_, key)); }
+  [[nodiscard]] param_list params(const std::vector<registry::param_spec>& specs, const std::string& kind) const { return read_params(j_, f_, specs, kind); }
+  [[noreturn]] void fail(const std::string& why) const { throw error(f_, why); }
+  [[noreturn]] void fail_kind(const std::string& why) const { throw error(j_.is_object() ? member(f_, "kind") : f_, why); }
 
-[[nodiscard]] inline ojson write_compression(const compression_value& c) {
-  const auto* e = is_extension_id(c.id) ? registry::find_compression(c.id) : nullptr;
-  if (!e || c.params == registry::defaults(e->params)) return compression_name(c);
-  ojson o;
-  o["kind"] = e->name;
-  write_params(o, e->params, c.params);
-  return o;
-}
+ private:
+  const json& j_;
+  std::string f_;
+};
+
+class slot_writer {
+ public:
+  explicit slot_writer(ojson& o) : o_(o) {}
+  void name(std::string_view s) { o_ = std::string(s); }
+  void kind(std::string_view k) {
+    o_ = ojson::object();
+    o_["kind"] = std::string(k);
+  }
+  void object() { o_ = ojson::object(); }
+  void set(std::string_view key, std::int64_t v) { o_[std::string(key)] = v; }
+  void set(std::string_view key, std::uint64_t v) { o_[std::string(key)] = v; }
+  void set(std::string_view key, double v) { o_[std::string(key)] = v; }
+  void set(std::string_view key, std::string_view v) { o_[std::string(key)] = std::string(v); }
+  void params(const std::vector<registry::param_spec>& specs, const param_list& p) { write_params(o_, specs, p); }
+
+ private:
+  ojson& o_;
+};
 
 // An extension slot's value: "kind" or {"kind": ..., <parameters>}.
 [[nodiscard]] inline ext_value read_ext(const json& j, const std::string& f, const registry::slot_entry& se) {
@@ -210,12 +156,10 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
 
 [[nodiscard]] inline group_desc read_group(const json& j, const std::string& f) {
   expect_object(j, f, "a group");
-  static constexpr std::string_view core_keys[] = {"architecture", "partitioner", "placement", "replication",
-                                                   "topology",     "compression", "fusion",    "schedule"};
   group_desc g;
   for (auto it = j.begin(); it != j.end(); ++it) {  // core keys, then the registered extension slots
     const std::string& k = it.key();
-    if (std::find(std::begin(core_keys), std::end(core_keys), std::string_view(k)) != std::end(core_keys)) continue;
+    if (std::find(core_slot_names.begin(), core_slot_names.end(), std::string_view(k)) != core_slot_names.end()) continue;
     if (const auto* se = registry::find_slot(k)) {
       const auto v = read_ext(*it, member(f, k), *se);
       if (v == registry::default_value(*se)) continue;  // a default is stored as absent
@@ -223,18 +167,16 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
       continue;
     }
     std::string valid;
-    for (auto c : core_keys) valid += (valid.empty() ? "" : ", ") + std::string(c);
+    for (auto c : core_slot_names) valid += (valid.empty() ? "" : ", ") + std::string(c);
     for (const auto& se : registry::slots()) valid += ", " + se.name;
     throw error(member(f, k), "unknown key '" + k + "' (valid: " + valid + ")");
   }
-  if (const json* v = find(j, "architecture")) g.architecture = read_enum<architecture_kind>(*v, member(f, "architecture"), "architecture");
-  if (const json* v = find(j, "partitioner")) g.partitioner = read_partitioner(*v, member(f, "partitioner"));
-  if (const json* v = find(j, "placement")) g.placement = read_placement(*v, member(f, "placement"));
-  if (const json* v = find(j, "replication")) g.replication = read_enum<replication_kind>(*v, member(f, "replication"), "replication");
-  if (const json* v = find(j, "topology")) g.topology = read_topology(*v, member(f, "topology"));
-  if (const json* v = find(j, "compression")) g.compression = read_compression(*v, member(f, "compression"));
-  if (const json* v = find(j, "fusion")) g.fusion = read_fusion(*v, member(f, "fusion"));
-  if (const json* v = find(j, "schedule")) g.schedule = read_enum<schedule_kind>(*v, member(f, "schedule"), "schedule");
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {
+    if (const json* v = find(j, Slot::name)) {
+      slot_reader r(*v, member(f, Slot::name));
+      slot_traits<Slot>::field(g) = slot_traits<Slot>::read(r);
+    }
+  });
   return g;
 }
 
@@ -307,27 +249,10 @@ inline void write_params(ojson& o, const std::vector<registry::param_spec>& spec
 
 [[nodiscard]] inline ojson write_group(const group_desc& g) {
   ojson o;
-  o["architecture"] = std::string(name_of(g.architecture));
-  switch (g.partitioner.kind) {
-    case partitioner_kind::even:
-      o["partitioner"] = {{"kind", "even"}, {"shards", g.partitioner.shards}, {"axis", g.partitioner.axis}};
-      break;
-    case partitioner_kind::by_bytes: o["partitioner"] = {{"kind", "by_bytes"}, {"max_bytes", g.partitioner.max_bytes}}; break;
-    default: o["partitioner"] = std::string(name_of(g.partitioner.kind)); break;
-  }
-  if (g.placement.kind == placement_kind::pinned)
-    o["placement"] = {{"kind", "pinned"}, {"server", g.placement.server}};
-  else
-    o["placement"] = std::string(name_of(g.placement.kind));
-  o["replication"] = std::string(name_of(g.replication));
-  if (g.topology.kind == topology_kind::hierarchical)
-    o["topology"] = {{"kind", "hierarchical"}, {"intra", std::string(name_of(g.topology.intra))}, {"inter", std::string(name_of(g.topology.inter))}};
-  else
-    o["topology"] = std::string(name_of(g.topology.kind));
-  o["compression"] = write_compression(g.compression);
-  o["fusion"] = {{"cap_bytes", g.fusion.cap_bytes}};
-  if (g.fusion.first_cap_bytes != g.fusion.cap_bytes) o["fusion"]["first_cap_bytes"] = g.fusion.first_cap_bytes;
-  o["schedule"] = std::string(name_of(g.schedule));
+  for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {
+    slot_writer w(o[std::string(Slot::name)]);
+    slot_traits<Slot>::write(w, slot_traits<Slot>::field(g));
+  });
   for (const auto& x : g.ext.v)  // extension slots at a non-default value, by slot id
     if (x.slot != 0) {
       const auto* se = registry::find_slot(x.slot);
