@@ -8,6 +8,7 @@
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/compressors/all.hpp>  // the registered compression family: strategy files and the search may name it
 #include <autosync/error.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/model.hpp>

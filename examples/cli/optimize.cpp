@@ -12,6 +12,7 @@
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/default_correction.hpp>
 #include <autosync/cost/estimate.hpp>
+#include <autosync/io/compression_report.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/io/report.hpp>
 #include <autosync/io/svg.hpp>
@@ -38,6 +39,8 @@ struct optimize_opts {
   bool json = false, allow_lossy = false, no_correction = false, force_correction = false;
   std::size_t budget = 0;
   double epsilon = search::default_epsilon, compute_scale = 1.0;
+  double max_ratio = 0.0;              // --max-compression-ratio (0: no limit)
+  std::vector<std::string> compressors;  // --compressors a,b: the lossy ones allowed
   std::string out, header;
 };
 
@@ -51,6 +54,15 @@ int run_optimize(const optimize_opts& o) {
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
   opt.epsilon = o.epsilon;
+  if ((o.max_ratio != 0.0 || !o.compressors.empty()) && !o.allow_lossy)
+    throw error(o.compressors.empty() ? "--max-compression-ratio" : "--compressors", "is a budget for lossy compression: give it with --allow-lossy");
+  if (!(o.max_ratio >= 0.0) || !std::isfinite(o.max_ratio)) throw error("--max-compression-ratio", "must be a finite number >= 1 (0: no limit)");
+  if (o.max_ratio != 0.0 && o.max_ratio < 1.0) throw error("--max-compression-ratio", "must be >= 1 (0: no limit)");
+  opt.lossy.max_ratio = o.max_ratio;
+  for (const auto& n : o.compressors)
+    if (!opt.lossy.allow(n))
+      throw error("--compressors", "'" + n + "' is not a compressor (known: " + all_compression_names() + ")" +
+                                       (opt.lossy.only_count == search::lossy_budget::max_listed ? " or the list is full" : ""));
   if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
   // the embedded correction's features are absolute and it was trained on the alpha-beta-gamma
   // clusters of tests/data/collectives/cases.json: on an NCCL cluster it is opt-in
@@ -89,6 +101,13 @@ int run_optimize(const optimize_opts& o) {
     return 0;
   }
   io::print_result(std::cout, m, c, r);
+  const auto per_group = io::compression_by_group(m, c, r.strategy);
+  bool compressed = o.allow_lossy;
+  for (const auto& g : per_group) compressed = compressed || g.compressor != "none";
+  if (compressed) {
+    std::cout << "\n";
+    io::print_compression(std::cout, per_group);
+  }
   if (!o.out.empty()) std::cout << "\nwrote " << o.out << "\n";
   if (!o.header.empty()) std::cout << "wrote " << o.header << "\n";
   if (!o.in.timeline.empty()) std::cout << "wrote " << o.in.timeline << "\n";
@@ -105,7 +124,11 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_flag("--json", o->json, "print the result as JSON");
   sub->add_option("--out", o->out, "write the found strategy as JSON");
   sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
-  sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16/bf16)");
+  sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, topk, randomk, powersgd)");
+  sub->add_option("--max-compression-ratio", o->max_ratio,
+                  "with --allow-lossy: the largest compression ratio a lossy compressor may reach (32 / its bits per element; 0: no limit)");
+  sub->add_option("--compressors", o->compressors, "with --allow-lossy: the lossy compressors the search may use (comma-separated)")
+      ->delimiter(',');
   sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate");
   sub->add_option("--epsilon", o->epsilon, "answer the simplest strategy within this relative tolerance of the best score")
       ->capture_default_str();

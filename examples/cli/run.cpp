@@ -9,6 +9,11 @@
 //       ready(t)); finish() (reduction::sum: the sums are checked)
 //     iteration 1: every rank checks the exact sum of every element (integers: exact in
 //       f32/f64/f16/bf16), a wrong sum stops every rank
+//   a strategy with a registered lossy compressor (int8, qsgd, topk, powersgd, ...): before the
+//     timed iterations every compressor is run against its own guarantee
+//     (compressors::check_guarantees: exact sums, error feedback's conservation, int8's bound,
+//     QSGD's unbiased mean, PowerSGD's exactness on low-rank gradients); a broken guarantee
+//     stops every rank, and the first timed iteration's exact-sum check is left out
 //   learn::record_trial gathers sync / exposed / iteration time of every rank and iteration;
 //   rank 0 prints the table and cost::estimate's prediction, appends the trial record
 //
@@ -24,6 +29,7 @@
 #ifdef AUTOSYNC_HAS_MPI
 #include "mpi.hpp"
 
+#include <autosync/compressors/guarantee.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/mpi/job.hpp>
 #include <autosync/exec/synthetic.hpp>
@@ -118,6 +124,8 @@ int run_run(const run_opts& ro, program& prog) {
   auto world = mpi_backend::world();
   std::unique_ptr<session<mpi_backend>> run;
   std::vector<learn::step_measure> mine;  // per measured iteration
+  bool lossy = false;                     // a group uses a registered lossy compressor
+  compressors::guarantee_report guarantees;
   try {
     session_options so;
     so.cluster = c;
@@ -125,6 +133,16 @@ int run_run(const run_opts& ro, program& prog) {
     so.reduce = reduction::sum;  // the synthetic gradients' sums are checked
     run = std::make_unique<session<mpi_backend>>(world, m, strategy_file{ro.strategy}, so);
     auto& s = *run;
+    for (const auto& g : s.strategy().groups) lossy = lossy || (is_extension_id(g.compression.id) && !compression_lossless(g.compression.id));
+    if (lossy) {  // every compressor against its own guarantee, before the timed iterations
+      guarantees = compressors::check_guarantees(s);
+      if (!guarantees.ok()) {
+        std::string why;
+        for (const auto& l : guarantees.lines)
+          if (!l.ok) why += (why.empty() ? "" : "; ") + l.compressor + ": " + std::string(compressors::name_of(l.kind)) + " broken: " + l.detail;
+        throw error("strategy '" + s.strategy().name + "' broke a compressor's guarantee: " + why);
+      }
+    }
     exec::synthetic_gradients grads(m, ro.seed);
     const auto order = m.backward_order();
     using clock = std::chrono::steady_clock;
@@ -145,7 +163,7 @@ int run_run(const run_opts& ro, program& prog) {
       }
       const auto timing = s.finish();
       const double iteration = std::chrono::duration<double>(clock::now() - t0).count();
-      if (it == 0) {  // every rank checks the exact sums; any mismatch fails every rank
+      if (it == 0 && !lossy) {  // every rank checks the exact sums; any mismatch fails every rank
         const std::string bad = grads.first_wrong_sum(p, it);
         if (!bad.empty())  // one write: the ranks' lines do not interleave
           std::cerr << ("autosync: rank " + std::to_string(rank) + ": wrong sum after the first iteration: " + bad + "\n") << std::flush;
@@ -176,7 +194,13 @@ int run_run(const run_opts& ro, program& prog) {
   std::cout << "autosync run: " << m.name << " (" << m.tensors.size() << " tensors, " << io::human_bytes(double(m.total_bytes()))
             << ") on " << c.name << ", " << p << " ranks (" << rpn << " per node); strategy '" << s.name << "': " << s.groups.size()
             << " group(s), " << run->buckets() << " bucket(s)\n"
-            << "first iteration: every sum exact on every rank\n";
+            << (lossy ? "" : "first iteration: every sum exact on every rank\n");
+  if (lossy) {
+    std::cout << "compressor guarantees (" << guarantees.iterations << " iterations before the timed ones):\n";
+    for (const auto& l : guarantees.lines)
+      std::cout << "  " << (l.ok ? "ok   " : "FAIL ") << l.compressor << " (" << l.tensors << " tensors): " << compressors::name_of(l.kind) << ": "
+                << l.detail << "\n";
+  }
   learn::print_iterations(std::cout, rec.iterations);
   std::cout << "predicted (cost model on " << c.name << "): iteration " << format_ms(rec.predicted_iteration) << ", exposed "
             << format_ms(rec.predicted_exposed)

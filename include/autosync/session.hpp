@@ -71,6 +71,7 @@
 #include <autosync/cluster.hpp>
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
+#include <autosync/exec/exchange_note.hpp>
 #include <autosync/exec/executor_options.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -216,6 +217,9 @@ class session {
   // The session's own communicator (a duplicate of `world`): idle between finish() and the next
   // begin(), when the trainer may use it (learn::record_trial gathers timings over it).
   [[nodiscard]] B& communicator() noexcept;
+  // What the compressors' exchanges reported so far (exec/exchange_note.hpp; e.g. Accordion's
+  // level switches), the same on every rank. Between iterations.
+  [[nodiscard]] std::vector<exec::exchange_note> exchange_notes() const;
 
   struct impl;
 

@@ -300,6 +300,11 @@ template <exec::Backend B>
 reduction session<B>::reduce() const noexcept { return p_->opt.reduce; }
 template <exec::Backend B>
 B& session<B>::communicator() noexcept { return p_->comms.world; }
+
+template <exec::Backend B>
+std::vector<exec::exchange_note> session<B>::exchange_notes() const {
+  return p_->ex ? p_->ex->exchange_notes() : std::vector<exec::exchange_note>{};
+}
 template <exec::Backend B>
 std::size_t session<B>::tensor_index(std::string_view name) const {
   const auto it = p_->index.find(name);

@@ -158,6 +158,12 @@ class executor {
     if (active_) throw error("on_bucket_done", "executor: cannot change the bucket callback during an iteration");
     bucket_done_ = std::move(f);
   }
+  // What the buckets' compressor exchanges reported (exec/exchange_note.hpp): Accordion's
+  // decisions, for example. Host runners only (a device runner reports none). Between iterations.
+  [[nodiscard]] std::vector<exchange_note> exchange_notes() const {
+    if constexpr (on_host) return runner_ ? runner_->exchange_notes() : std::vector<exchange_note>{};
+    else return {};
+  }
   // Whether bucket b runs on the tensors where they lie (no packing; host memory only).
   [[nodiscard]] bool unpacked(std::size_t b) const {
     if constexpr (on_host) return runner_->unpacked(b);

@@ -11,7 +11,8 @@
 // double per element, kept per bucket across iterations), summed in the wire dtype, decoded.
 // Sparse buckets run one sparse_all_gather per segment (a row is touched when any byte of it is
 // non-zero). A hooked bucket (a registered compressor or extension-slot codec) runs its codecs
-// (exec/extension_codecs.hpp) right before and after its collective. With options.average the sums are divided by the world size (floating dtypes).
+// (exec/extension_codecs.hpp) right before and after its collective; a registered compressor
+// that owns its exchange runs that exchange instead of the collective. With options.average the sums are divided by the world size (floating dtypes).
 // exec/executor.hpp's header comment has the whole picture.
 //
 // Typed buckets. The work of one bucket is run_as<Arch, Topo, Comp>(bucket, gradients): the
@@ -226,6 +227,9 @@ class host_bucket_runner {
     }
   }
 
+  // What the buckets' exchanges reported (exec/exchange_note.hpp); read between iterations.
+  [[nodiscard]] const std::vector<exchange_note>& exchange_notes() const noexcept { return ext_.notes(); }
+
  protected:
   using run_fn = void (*)(host_bucket_runner&, std::uint32_t, std::span<const gradient>);
   struct no_dispatch {};
@@ -328,7 +332,12 @@ class host_bucket_runner {
     const auto n = static_cast<std::size_t>(b.elements);
     if (b.hooked) {  // registered codecs (exec/extension_codecs.hpp): encode before, decode after
       const registry::wire_view w = ext_.encode(bi, data, n, b.type, p);
-      Coll::run(*comms_, b, w.data, w.elements, w.type);
+      if (ext_.exchanges(bi)) {  // a compressor that owns its exchange: it replaces the collective
+        backend_exchange_comm<B> xc(comms_->world);
+        ext_.exchange(bi, w, xc);
+      } else {
+        Coll::run(*comms_, b, w.data, w.elements, w.type);
+      }
       ext_.decode(bi, w, p);
     } else {
       Coll::run(*comms_, b, data, n, b.type);

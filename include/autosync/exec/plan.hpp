@@ -133,6 +133,7 @@ struct plan {
   std::vector<std::vector<std::uint32_t>> feeds;    // per tensor: the buckets it feeds, ascending
   std::vector<std::int64_t> tensor_elements;        // per tensor: its element count
   std::vector<dtype> tensor_types;                  // per tensor: its dtype
+  std::vector<std::int64_t> tensor_rows;            // per tensor: shape[0] (1 for a scalar): its matrix view
   std::uint64_t model_fingerprint = 0;              // exec::model_hash
   std::uint64_t strategy_fingerprint = 0;           // exec::strategy_hash
   std::vector<std::uint64_t> group_fingerprints;    // exec::group_hashes
@@ -187,6 +188,7 @@ namespace detail {
   for (const auto& t : m.tensors) {
     p.tensor_elements.push_back(t.elements());
     p.tensor_types.push_back(t.type);
+    p.tensor_rows.push_back(t.shape.empty() ? 1 : t.shape[0]);
   }
 
   const auto items = expand(m, c, s);

@@ -10,7 +10,7 @@
 // every rank, with the same number of measured iterations): it all-gathers every rank's
 // (sync, exposed, iteration) seconds and returns, on every rank, the record (learn/records.hpp)
 // of the session's model, cluster, layout and strategy with those iterations (the maxima over
-// the ranks and every rank's figures), the cost model's prediction for the same strategy, and the
+// the ranks and every rank's figures), what the compressors' exchanges decided (exchange_notes), the cost model's prediction for the same strategy, and the
 // host's environment. `autosync run` writes its records with it; learn::train and `autosync
 // learn` read them back.
 #pragma once
@@ -72,6 +72,7 @@ template <exec::Backend B>
   rec.predicted_iteration = pred.iteration;
   rec.predicted_exposed = pred.exposed;
   rec.environment = host_environment(p, ctx.comm_library, ctx.thread_level, ctx.autosync_version);
+  rec.exchange_notes = s.exchange_notes();  // the same on every rank (the exchanges decide alike)
   return rec;
 }
 

@@ -22,7 +22,10 @@
 //    "predicted": {"iteration_s": 2.1e-3, "exposed_s": 3e-4},           cost::estimate's figures
 //    "environment": {"hostname": "h", "mpi_library": "Open MPI v4.1.4, ...", "ranks": 2,
 //                    "thread_level": "MPI_THREAD_MULTIPLE", "compiler": "GCC 12.2.0",
-//                    "autosync_version": "0.1.0", "timestamp": "2024-05-01T12:00:00Z"}}
+//                    "autosync_version": "0.1.0", "timestamp": "2024-05-01T12:00:00Z"},
+//    "exchange_notes": [{"bucket": 3, "iteration": 99, "key": "accordion.level", "value": 1}, ...]}
+//                                                           optional: what compressors' exchanges
+//                                                           decided (exec/exchange_note.hpp)
 //
 // Times are seconds. Per iteration and rank (exec::iteration_timing): sync_s is the time the
 // communication thread ran buckets, exposed_s the time from the last ready() until the last
@@ -49,6 +52,7 @@
 
 #include <autosync/cluster.hpp>
 #include <autosync/error.hpp>
+#include <autosync/exec/exchange_note.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -62,6 +66,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,6 +143,7 @@ struct trial_record {
   std::vector<iteration_sample> iterations;
   double predicted_iteration = 0.0, predicted_exposed = 0.0;
   environment_info environment;
+  std::vector<exec::exchange_note> exchange_notes;  // e.g. Accordion's decisions; written when not empty
 
   // Throws autosync::error naming the first bad field (the JSON path of the record format).
   void validate() const;
@@ -193,6 +199,13 @@ inline void trial_record::validate() const {
   }
   detail::check_time(predicted_iteration, "predicted.iteration_s");
   detail::check_time(predicted_exposed, "predicted.exposed_s");
+  for (std::size_t i = 0; i < exchange_notes.size(); ++i) {
+    const auto& n = exchange_notes[i];
+    const std::string f = "exchange_notes[" + std::to_string(i) + "]";
+    if (n.iteration < 0) throw error(f + ".iteration", "must be >= 0");
+    if (n.key.empty()) throw error(f + ".key", "must not be empty");
+    if (std::isnan(n.value)) throw error(f + ".value", "must be a number (infinity is allowed, NaN is not)");
+  }
 }
 
 // --- writing ---------------------------------------------------------------------------------
@@ -219,6 +232,13 @@ inline void trial_record::validate() const {
   j["environment"] = ojson{{"hostname", e.hostname},       {"mpi_library", e.mpi_library}, {"ranks", e.ranks},
                            {"thread_level", e.thread_level}, {"compiler", e.compiler},      {"autosync_version", e.autosync_version},
                            {"timestamp", e.timestamp}};
+  if (!r.exchange_notes.empty()) {
+    auto& ns = j["exchange_notes"] = ojson::array();
+    for (const auto& n : r.exchange_notes) {  // JSON has no infinity: +inf is written as the string "inf"
+      ojson v = std::isinf(n.value) ? ojson(n.value > 0 ? "inf" : "-inf") : ojson(n.value);
+      ns.push_back(ojson{{"bucket", n.bucket}, {"iteration", n.iteration}, {"key", n.key}, {"value", std::move(v)}});
+    }
+  }
   return j;
 }
 
@@ -280,7 +300,7 @@ namespace detail {
 
 [[nodiscard]] inline trial_record read_record(const json& j) {
   jio::expect_object(j, "", "a trial record");
-  jio::check_keys(j, "", {"version", "model", "cluster", "strategy", "settings", "iterations", "predicted", "environment"});
+  jio::check_keys(j, "", {"version", "model", "cluster", "strategy", "settings", "iterations", "predicted", "environment", "exchange_notes"});
   const auto version = jio::read_int(jio::require(j, "", "version"), "version", 0, 1000000);
   if (version != record_version)
     throw error("version", "unsupported record version " + std::to_string(version) + " (this autosync reads version " +
@@ -343,6 +363,26 @@ namespace detail {
   r.environment.compiler = str("compiler");
   r.environment.autosync_version = str("autosync_version");
   r.environment.timestamp = str("timestamp");
+
+  if (const json* ns = jio::find(j, "exchange_notes")) {
+    jio::expect_array(*ns, "exchange_notes");
+    for (std::size_t i = 0; i < ns->size(); ++i) {
+      const std::string f = jio::element("exchange_notes", i);
+      const json& o = (*ns)[i];
+      jio::expect_object(o, f, "an exchange note: {\"bucket\": B, \"iteration\": I, \"key\": K, \"value\": V}");
+      jio::check_keys(o, f, {"bucket", "iteration", "key", "value"});
+      exec::exchange_note n;
+      n.bucket = static_cast<std::uint32_t>(jio::read_int(jio::require(o, f, "bucket"), jio::member(f, "bucket"), 0, 0xffffffffll));
+      n.iteration = jio::read_int(jio::require(o, f, "iteration"), jio::member(f, "iteration"), 0, std::numeric_limits<std::int64_t>::max());
+      n.key = jio::read_string(jio::require(o, f, "key"), jio::member(f, "key"));
+      const json& v = jio::require(o, f, "value");
+      if (v.is_string() && (v.get<std::string>() == "inf" || v.get<std::string>() == "-inf"))
+        n.value = v.get<std::string>() == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+      else
+        n.value = jio::read_double(v, jio::member(f, "value"));
+      r.exchange_notes.push_back(std::move(n));
+    }
+  }
 
   r.validate();
   return r;

@@ -15,6 +15,11 @@
 //                              (strategy/items.hpp wire_bytes_of, cost/timeline_steps.hpp)
 //   make_codec                 the MPI executor: a per-bucket transform before the collective
 //                              and its inverse after (exec/host_buckets.hpp)
+//   make_exchange, exchange    the MPI executor, for a compressor whose payloads the network
+//                              cannot sum: a per-bucket object that replaces the collective
+//                              (see "Compressors that own their exchange" below)
+//   tensor_wire_bytes          the cost model, when the bytes depend on the tensor's shape
+//   nominal_bits, alternatives the search's lossy budget and its proposals (search/constraints.hpp)
 //   check                      run-time rules against the other slots (validate_group)
 // Compile-time rules of an extension slot live in its policy types (a static_assert in the
 // policy, or a requires-clause on it). Registration is not thread-safe: do it during static
@@ -71,6 +76,82 @@ using codec_factory = std::function<bucket_codec(const param_list&, dtype, std::
 // before this stage (`bytes_in`: the dtype's size times elements, or what an earlier stage left).
 using wire_bytes_fn = std::function<double(std::int64_t elements, dtype type, int ranks, const param_list&, double bytes_in)>;
 
+// ---- Compressors that own their exchange -------------------------------------------------------
+//
+// A codec (make_codec) turns a bucket into something the bucket's own collective SUMS. That
+// fits fixed-point and half-precision codecs, not quantized or sparse payloads: int8 min-max
+// needs a reduce-scatter of quantized shards with a dequantize-sum-requantize step, QSGD and
+// top-k an all-gather of payloads, PowerSGD two dependent all-reduces with an orthogonalization
+// between. Such a compressor registers `make_exchange`: a per-bucket object built once (its
+// state persists across iterations: error-feedback residuals, PowerSGD's Q, an iteration count
+// that keys a random stream every rank derives alike) and called once per iteration with the
+// packed bucket and an exchange_comm, the few collectives any backend offers, on the world's
+// ranks. It leaves the SUM over ranks in the bucket (the executor averages afterwards when asked).
+// Extension-slot codecs still run around it. The cost model reads `exchange` to price it:
+//
+//   exchange          what one rank sends for a payload of c bytes        all-reduce equivalent S
+//   all_reduce        2 (p - 1) / p c        (ring)                        c
+//   two_all_reduces   2 (p - 1) / p c        (c: both buffers together)    c
+//   scatter_gather    2 (p - 1) / p c        (all-to-all + all-gather)     c
+//   all_gather        (p - 1) c              (linear in p)                 p c / 2
+//
+// wire_bytes (and tensor_wire_bytes) return S, the bytes of a ring all-reduce that sends what
+// the exchange sends (allreduce_equivalent below), so every collective model prices it.
+enum class exchange_kind : std::uint8_t { all_reduce, two_all_reduces, scatter_gather, all_gather };
+
+[[nodiscard]] constexpr std::string_view name_of(exchange_kind k) noexcept {
+  switch (k) {
+    case exchange_kind::two_all_reduces: return "two all-reduces";
+    case exchange_kind::scatter_gather: return "scatter-gather";
+    case exchange_kind::all_gather: return "all-gather";
+    default: return "all-reduce";
+  }
+}
+// The bytes S of a ring all-reduce that sends, per rank, what `k` sends for a payload of
+// `payload` bytes per rank (the table above).
+[[nodiscard]] constexpr double allreduce_equivalent(exchange_kind k, double payload, int ranks) noexcept {
+  return k == exchange_kind::all_gather ? payload * static_cast<double>(ranks < 1 ? 1 : ranks) / 2.0 : payload;
+}
+
+// The collectives an exchange may call, on every rank of the world in the same order. Bytes
+// travel as bytes (a backend without a byte type pads to whole words; the padding is unread).
+class exchange_comm {
+ public:
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  virtual void all_reduce(float* x, std::size_t n) = 0;                                // in place, sum
+  virtual void all_gather(const void* send, void* recv, std::size_t bytes) = 0;        // recv: size() x bytes
+  virtual void all_to_all(const void* send, void* recv, std::size_t bytes) = 0;        // block r of send to rank r
+ protected:
+  exchange_comm() = default;
+  exchange_comm(const exchange_comm&) = default;
+  exchange_comm& operator=(const exchange_comm&) = default;
+  ~exchange_comm() = default;
+};
+
+// A piece of the packed bucket that is a matrix: `rows` x `cols` row-major elements at `offset`
+// (a whole tensor viewed as shape[0] x the rest, or a block of its rows). Elements of the bucket
+// that no matrix covers are 1-D pieces.
+struct bucket_matrix {
+  std::size_t offset = 0, rows = 0, cols = 0;
+};
+struct exchange_context {
+  std::size_t elements = 0;              // the packed bucket's length
+  dtype type = dtype::f32;
+  std::vector<bucket_matrix> matrices;   // in bucket order, non-overlapping
+  std::uint64_t seed = 0;                // the bucket's identity: the same on every rank
+  // Where an exchange reports what it decided (e.g. Accordion's level and ratio): the executor
+  // keeps each note with its bucket and iteration, and trial records carry them. May be empty.
+  std::function<void(std::string_view key, double value)> note;
+};
+// Called once per iteration: data holds this rank's packed bucket (`elements` of the context's
+// type) and, on return, the sum over the world's ranks.
+using bucket_exchange = std::function<void(unsigned char* data, exchange_comm& comm)>;
+using exchange_factory = std::function<bucket_exchange(const param_list&, const exchange_context&)>;
+
+// Bytes (the all-reduce equivalent) for `elements` elements of tensor t, shape known.
+using tensor_wire_bytes_fn = std::function<double(const tensor& t, std::int64_t elements, int ranks, const param_list&, double bytes_in)>;
+
 struct compression_entry {
   std::string name;                     // its JSON name, e.g. "int16"
   std::vector<param_spec> params;       // {"kind": name, <param>: value, ...}
@@ -81,6 +162,15 @@ struct compression_entry {
   codec_factory make_codec;             // required for execution
   std::function<std::string(const param_list&)> cpp_type;     // emit: the policy type it spells
   std::string header;                   // emit: #include <header> for that type
+  // Compressors that own their exchange (above): the exchange replaces the bucket's collective.
+  exchange_kind exchange = exchange_kind::all_reduce;
+  exchange_factory make_exchange;
+  tensor_wire_bytes_fn tensor_wire_bytes;  // preferred over wire_bytes by the cost model when set
+  // Bits per element of a large f32 tensor (a square 1024 x 1024 matrix where the shape
+  // matters): the lossy budget's compression ratio is 32 / nominal_bits. Empty: 32 (ratio 1).
+  std::function<double(const param_list&)> nominal_bits;
+  // The parameter sets the search proposes (empty: the defaults only).
+  std::vector<param_list> alternatives;
 };
 
 struct kind_spec {
@@ -197,6 +287,11 @@ struct registrar {
   return {};
 }
 
+// The parameter sets the search proposes for a compressor: its alternatives, else its defaults.
+[[nodiscard]] inline std::vector<param_list> proposed_params(const compression_entry& e) {
+  return e.alternatives.empty() ? std::vector<param_list>{defaults(e.params)} : e.alternatives;
+}
+
 [[nodiscard]] inline std::string compression_names() {
   std::string r;
   for (const auto& e : detail::compression_table()) r += (r.empty() ? "" : ", ") + e.name;
@@ -217,7 +312,8 @@ struct registrar {
     const auto* e = find_compression(c.id);
     if (!e) throw error("compression", "compressor id " + std::to_string(c.id) + " is not registered in this process");
     if (!e->applies || e->applies(t)) {
-      if (!e->make_codec) throw error("compression", "registered compressor '" + e->name + "' has no make_codec: it cannot run");
+      if (!e->make_codec && !e->make_exchange)
+        throw error("compression", "registered compressor '" + e->name + "' has no make_codec or make_exchange: it cannot run");
       any = true;
     }
   }
@@ -227,7 +323,9 @@ struct registrar {
 inline void add_compression(compression_entry e) {
   if (e.name.empty()) throw error("registry.compression", "an extension compressor needs a name");
   if (::autosync::parse_compression(e.name)) throw error("registry.compression." + e.name, "is a built-in compressor");
-  if (!e.wire_bytes) throw error("registry.compression." + e.name, "needs wire_bytes (the cost model reads it)");
+  if (!e.wire_bytes && !e.tensor_wire_bytes) throw error("registry.compression." + e.name, "needs wire_bytes (the cost model reads it)");
+  for (const auto& a : e.alternatives)
+    if (const auto why = param_problem(e.params, a); !why.empty()) throw error("registry.compression." + e.name + ".alternatives", why);
   detail::check_params(e.params, "registry.compression." + e.name);
   for (const auto& o : detail::compression_table())
     if (stable_id(o.name) == stable_id(e.name))

@@ -22,6 +22,7 @@
 
 #include <autosync/registry/core.hpp>
 #include <autosync/registry/extensions.hpp>
+#include <autosync/search/constraints.hpp>
 
 #include <array>
 #include <cstddef>
@@ -30,6 +31,13 @@
 
 namespace autosync::search {
 
+// What the space proposes (search::space).
+struct space_options {
+  bool allow_lossy = false;
+  std::uint64_t tiny_bytes = 64 * 1024;        // knowledge::tiny_bytes
+  std::uint64_t large_bytes = 4 * 1024 * 1024; // dense tensors from this size get an override slot
+  lossy_budget lossy{};                         // knowledge::lossy
+};
 inline constexpr std::uint64_t small_first_bucket = 1024 * 1024;
 // Log-spaced fusion caps (x4 from 64 KiB to 1 GiB) and the whole group in one bucket.
 inline constexpr std::array<std::uint64_t, 10> fusion_caps{

@@ -39,10 +39,33 @@
 
 namespace autosync::search {
 
+// The user's budget for lossy compression (read only with allow_lossy): which lossy
+// compressors may be used (`only`, by id; none listed: any) and the largest compression ratio
+// one may reach, 32 / its bits per element on a large f32 tensor (registered compressors:
+// compression_entry::nominal_bits, a square 1024 x 1024 matrix where the shape matters; fp16 and
+// bf16: 2). 0: no limit. Lossless compressors are never limited.
+struct lossy_budget {
+  static constexpr std::size_t max_listed = 16;
+  std::array<compression_id, max_listed> only{};
+  std::size_t only_count = 0;
+  double max_ratio = 0.0;
+  // Adds a compressor by name (built-in or registered); false when unknown or the list is full.
+  bool allow(std::string_view name) {
+    compression_id id;
+    if (const auto b = parse_compression(name)) id = *b;
+    else if (registry::find_compression(name)) id = stable_id(name);
+    else return false;
+    if (only_count == max_listed) return false;
+    only[only_count++] = id;
+    return true;
+  }
+};
+
 // Thresholds and the user's opt-ins that the rules read.
 struct knowledge {
   std::uint64_t tiny_bytes = 64 * 1024;  // below: a tensor is never synchronized on its own
   bool allow_lossy = false;              // accuracy-changing options are opt-in
+  lossy_budget lossy{};                  // with allow_lossy: which lossy compressors, how far
 };
 
 // ---- aspect-level rules (the space is generated from these) ----------------------------------
@@ -77,6 +100,27 @@ struct knowledge {
     return !std::is_constant_evaluated() && registry::find_compression(id) && (compression_lossless(id) || k.allow_lossy);
   const auto info = find_compression(id);
   return info.has_value() && (info->lossless || k.allow_lossy);
+}
+// The compression ratio of a value on a large f32 tensor (lossy_budget), 1 for lossless ones.
+[[nodiscard]] inline double compression_ratio(const compression_value& c) {
+  if (is_extension_id(c.id)) {
+    const auto* e = registry::find_compression(c.id);
+    if (!e || e->lossless || !e->nominal_bits) return 1.0;
+    const double bits = e->nominal_bits(c.params);
+    return bits > 0.0 ? 32.0 / bits : 1e300;
+  }
+  const auto info = find_compression(c.id);
+  return info && info->wire_bytes_per_element > 0.0 ? 4.0 / info->wire_bytes_per_element : 1.0;
+}
+// A value (with its parameters): the id's rule, then the lossy budget.
+[[nodiscard]] inline bool compression_allowed(const compression_value& c, const knowledge& k) {
+  if (!compression_allowed(c.id, k)) return false;
+  if (compression_lossless(c.id)) return true;
+  const auto& b = k.lossy;
+  if (b.only_count > 0 && std::find(b.only.begin(), b.only.begin() + static_cast<std::ptrdiff_t>(b.only_count), c.id) ==
+                              b.only.begin() + static_cast<std::ptrdiff_t>(b.only_count))
+    return false;
+  return !(b.max_ratio > 0.0) || compression_ratio(c) <= b.max_ratio * (1.0 + 1e-12);
 }
 // The most shards an even partition of `t` along `axis` may have (1: not partitionable there).
 [[nodiscard]] constexpr std::int64_t max_shards(const tensor& t, std::int32_t axis, const cluster_spec& c) {
@@ -247,7 +291,8 @@ inline std::optional<violation> lossy_opt_in(const context& cx, const strategy_d
   for (std::size_t g = 0; g < s.groups.size(); ++g)
     if (!compression_allowed(s.groups[g].compression, cx.rules))
       return violation{"lossy_opt_in", detail::group_field(g, ".compression"),
-                       "lossy compression needs allow_lossy"};
+                       cx.rules.allow_lossy ? "compressor '" + compression_name(s.groups[g].compression) + "' is outside the lossy budget (allowed compressors, maximum compression ratio)"
+                                            : std::string("lossy compression needs allow_lossy")};
   return std::nullopt;
 }
 

@@ -38,6 +38,7 @@
 
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/estimate.hpp>
+#include <autosync/search/constraints.hpp>
 #include <autosync/search/selection.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
@@ -67,7 +68,8 @@ struct options {
   std::uint64_t seed = 1;
   std::size_t max_evaluations = default_max_evaluations;  // strategies costed (deterministic)
   std::uint64_t max_work = default_max_work;              // sync items costed (deterministic); 0: no limit
-  bool allow_lossy = false;             // fp16/bf16 compression changes accuracy: opt-in
+  bool allow_lossy = false;             // lossy compression (fp16, bf16, the registered family) changes accuracy: opt-in
+  lossy_budget lossy{};                 // with allow_lossy: which lossy compressors, the largest compression ratio
   std::uint64_t tiny_bytes = 64 * 1024;
   std::uint64_t large_bytes = 4 * 1024 * 1024;
   std::size_t beam_width = 4;

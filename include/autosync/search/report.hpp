@@ -128,7 +128,7 @@ struct group_alternative {
 [[nodiscard]] inline std::vector<group_alternative> alternatives(const model_spec& m, const cluster_spec& c, const strategy_desc& s,
                                                                  const knowledge& rules = {}) {
   s.validate(m, c);
-  const space sp(m, c, space_options{rules.allow_lossy, rules.tiny_bytes, space_options{}.large_bytes});
+  const space sp(m, c, space_options{rules.allow_lossy, rules.tiny_bytes, space_options{}.large_bytes, rules.lossy});
   const context cx{m, c, rules};
   cost::evaluator ev(m, c);
   const double base = ev(s).iteration;

@@ -33,7 +33,7 @@ namespace detail {
 class searcher {
  public:
   searcher(const model_spec& m, const cluster_spec& c, const options& o)
-      : m_(m), c_(c), o_(o), sp_(m, c, space_options{o.allow_lossy, o.tiny_bytes, o.large_bytes}), ev_(m, c), rng_(o.seed),
+      : m_(m), c_(c), o_(o), sp_(m, c, space_options{o.allow_lossy, o.tiny_bytes, o.large_bytes, o.lossy}), ev_(m, c), rng_(o.seed),
         kept_(o.rerank_count) {
     if (o.max_evaluations < 1) throw error("max_evaluations", "must be >= 1");
     if (o.beam_width < 1) throw error("beam_width", "must be >= 1");

@@ -43,11 +43,6 @@
 #include <type_traits>
 #include <vector>
 namespace autosync::search {
-struct space_options {
-  bool allow_lossy = false;
-  std::uint64_t tiny_bytes = 64 * 1024;        // knowledge::tiny_bytes
-  std::uint64_t large_bytes = 4 * 1024 * 1024; // dense tensors from this size get an override slot
-};
 struct candidate {
   std::vector<std::uint32_t> starts;  // run starts in space::dense(), ascending, starts[0] == 0
   std::vector<group_desc> runs;       // one per run
@@ -62,7 +57,7 @@ struct candidate {
 class space {
  public:
   space(const model_spec& m, const cluster_spec& c, const space_options& o = {})
-      : model_(&m), cluster_(&c), opt_(o), rules_{o.tiny_bytes, o.allow_lossy} {
+      : model_(&m), cluster_(&c), opt_(o), rules_{o.tiny_bytes, o.allow_lossy, o.lossy} {
     m.validate();
     c.validate();
     opt_.large_bytes = std::max(opt_.large_bytes, opt_.tiny_bytes);
@@ -99,7 +94,8 @@ class space {
       if (topology_allowed(architecture_kind::sharded, t, c)) topo_sh_.push_back(t);
     }
     for (compression_id i = 0; i < compression_registry.size(); ++i) push_compression(compression_value{i});
-    for (const auto& e : registry::compressions()) push_compression(compression_value{stable_id(e.name), registry::defaults(e.params)});
+    for (const auto& e : registry::compressions())
+      for (const auto& a : registry::proposed_params(e)) push_compression(compression_value{stable_id(e.name), a});
     aspects_.assign(all_aspects.begin(), all_aspects.end());
     for (std::size_t k = 0; k < registry::slots().size(); ++k) aspects_.push_back(extension_aspect(k));
     placements_ = {placement_value{placement_kind::round_robin, 0}, placement_value{placement_kind::load_balanced, 0},
@@ -560,7 +556,7 @@ class space {
     }
   }
   void push_compression(const compression_value& c) {
-    if (compression_allowed(c.id, rules_)) comp_.push_back(c);
+    if (compression_allowed(c, rules_)) comp_.push_back(c);
   }
   // The aspect-level rules for one group (t: the override tensor, nullptr for a run).
   [[nodiscard]] bool group_ok(const group_desc& g, const tensor* t) const {

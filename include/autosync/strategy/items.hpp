@@ -71,7 +71,8 @@ struct codec_cost {
   if (is_extension_id(g.compression.id)) {
     const auto* e = registry::find_compression(g.compression.id);
     if (e && (!e->applies || e->applies(t.type))) {
-      bytes = e->wire_bytes(elements, t.type, ranks, g.compression.params, bytes);
+      bytes = e->tensor_wire_bytes ? e->tensor_wire_bytes(t, elements, ranks, g.compression.params, bytes)
+                                   : e->wire_bytes(elements, t.type, ranks, g.compression.params, bytes);
       if (e->flops_per_element) flops += e->flops_per_element(g.compression.params) * static_cast<double>(elements);
     }
   } else if (const auto info = find_compression(g.compression.id)) {  // a built-in compressor after the extension stages

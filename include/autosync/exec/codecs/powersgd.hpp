@@ -26,7 +26,8 @@
 // The first Q: uniform in [-1, 1) from the shared stream (exec/codecs/random.hpp) of the seed
 // and the matrix, identical on every rank, then orthonormalized (PyTorch draws N(0, 1); any
 // draw of full column rank serves, and a uniform one needs no libm, so every platform draws
-// the same bits). A zero column (a zero gradient) stays zero instead of dividing by zero.
+// the same bits). A zero or dependent column of P becomes zero instead of noise (orthonormalize),
+// and a warm-start Q with a zero column is drawn again on the next step.
 #pragma once
 
 #include <autosync/exec/codecs/random.hpp>
@@ -74,22 +75,31 @@ struct state {
 namespace detail {
 
 // Orthonormalizes the r columns (each of length n, column-major) by modified Gram-Schmidt,
-// accumulating in double. A column that is zero after projection stays zero.
+// accumulating in double, with a second projection pass ("twice is enough": one pass leaves a
+// nearly dependent column far from orthogonal, and P P^T M then is not M). A column whose norm
+// falls below `dependent` of its norm before the projections is dependent on the columns
+// before it (a sum of rank below r) and becomes zero, as does a zero column.
+inline constexpr double dependent = 1e-4;
 inline void orthonormalize(float* a, std::size_t n, int r) noexcept {
   for (int k = 0; k < r; ++k) {
     float* ck = a + static_cast<std::size_t>(k) * n;
-    for (int j = 0; j < k; ++j) {
-      const float* cj = a + static_cast<std::size_t>(j) * n;
-      double d = 0.0;
-      for (std::size_t i = 0; i < n; ++i) d += static_cast<double>(ck[i]) * cj[i];
-      const auto f = static_cast<float>(d);
-      for (std::size_t i = 0; i < n; ++i) ck[i] -= f * cj[i];
-    }
+    double s0 = 0.0;
+    for (std::size_t i = 0; i < n; ++i) s0 += static_cast<double>(ck[i]) * ck[i];
+    for (int pass = 0; pass < 2; ++pass)
+      for (int j = 0; j < k; ++j) {
+        const float* cj = a + static_cast<std::size_t>(j) * n;
+        double d = 0.0;
+        for (std::size_t i = 0; i < n; ++i) d += static_cast<double>(ck[i]) * cj[i];
+        const auto f = static_cast<float>(d);
+        for (std::size_t i = 0; i < n; ++i) ck[i] -= f * cj[i];
+      }
     double s = 0.0;
     for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(ck[i]) * ck[i];
-    if (s > 0.0) {
+    if (s > 0.0 && s > dependent * dependent * s0) {
       const auto inv = static_cast<float>(1.0 / std::sqrt(s));
       for (std::size_t i = 0; i < n; ++i) ck[i] *= inv;
+    } else {
+      std::fill(ck, ck + n, 0.0f);
     }
   }
 }
@@ -108,7 +118,15 @@ inline void compute_p(std::span<const float> g, std::size_t rows, std::size_t co
     for (std::size_t i = 0; i < rows * cols; ++i) st.m[i] += g[i];
   else
     std::copy(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(rows * cols), st.m.begin());
-  if (!st.started || !o.warm_start) {
+  // A warm start with a zero column (a zero gradient, or a sum of rank below r: that column of
+  // P was dependent and zeroed, so Q's is zero) would keep that column zero at every later
+  // step: Q is drawn again. Every rank holds the same all-reduced Q, so every rank decides alike.
+  bool dead = false;
+  for (int k = 0; st.started && k < r && !dead; ++k) {
+    const auto c0 = st.q.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * cols);
+    dead = std::all_of(c0, c0 + static_cast<std::ptrdiff_t>(cols), [](float v) { return v == 0.0f; });
+  }
+  if (!st.started || !o.warm_start || dead) {
     const counter_rng rng(o.seed, matrix);
     for (std::size_t i = 0; i < st.q.size(); ++i) st.q[i] = 2.0f * rng.uniform(i) - 1.0f;
     detail::orthonormalize(st.q.data(), cols, r);
