@@ -28,7 +28,7 @@
 //       steps, against 2.44 without; asserted: at least 0.5 below). This is the loss-scaling
 //       problem of mixed precision, and why the executor keeps a residual.
 #include "harness.hpp"
-#include "trainer_support.hpp"  // examples/ (tests/mpi/CMakeLists.txt adds it to the include path)
+#include "mlp_task.hpp"  // with examples/trainer_support.hpp (tests/mpi/CMakeLists.txt adds examples/ to the include path)
 
 #include <autosync/exec/mpi/backend.hpp>
 #include <autosync/exec/plan.hpp>
@@ -51,23 +51,7 @@ namespace {
 
 using mcomms = comms<mpi_backend>;
 
-const std::vector<int> widths{64, 128, 128, 10};
-const std::vector<int> teacher{64, 32, 10};
-constexpr std::uint64_t init_seed = 7, data_seed = 42;
-constexpr int steps = 200;
-
-const dataset& data() {
-  static const dataset d = teacher_data(teacher, 384, data_seed);
-  return d;
-}
-
-sgd_options options(float loss_scale = 1.0f) {
-  sgd_options o;
-  o.global_batch = 96;
-  o.lr = 0.1f;
-  o.loss_scale = loss_scale;
-  return o;
-}
+using namespace autosync::exec::train::task;  // widths, data(), options(), steps, seeds (mlp_task.hpp)
 
 struct run_result {
   std::vector<double> losses;  // mean over the global batch, per step (before the update)

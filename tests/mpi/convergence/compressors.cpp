@@ -11,7 +11,7 @@
 //   - the weights differ from the lossless run's (the compressor ran).
 // Printed on rank 0: final loss per compressor and its ratio to the lossless one.
 #include "../harness.hpp"
-#include "trainer_support.hpp"  // examples/
+#include "../mlp_task.hpp"  // with examples/trainer_support.hpp
 
 #include <autosync/compressors/all.hpp>
 #include <autosync/exec/mpi/backend.hpp>
@@ -31,15 +31,7 @@ using namespace autosync::exec::train;
 namespace {
 
 using mcomms = comms<mpi_backend>;
-const std::vector<int> widths{64, 128, 128, 10};
-const std::vector<int> teacher{64, 32, 10};
-constexpr std::uint64_t init_seed = 7, data_seed = 42;
-constexpr int steps = 200;
-
-const dataset& data() {
-  static const dataset d = teacher_data(teacher, 384, data_seed);
-  return d;
-}
+using namespace autosync::exec::train::task;  // widths, data(), options(), steps, seeds (../mlp_task.hpp)
 
 struct run_result {
   double final_loss = 0.0;
@@ -57,9 +49,7 @@ run_result train_with(mcomms& c, const strategy_desc& s) {
     eo.average = true;
     executor<mpi_backend> ex(c, m, compile_plan(m, zoo::local(p), s, layout{p, p}), eo);
     ex.setup();
-    sgd_options o;
-    o.global_batch = 96;
-    o.lr = 0.1f;
+    const auto o = options();
     for (int k = 0; k < steps; ++k) losses.push_back(train_step(ex, net, data(), o, k, r, p));
   }
   c.world.all_reduce(losses.data(), losses.size(), dtype::f64);
