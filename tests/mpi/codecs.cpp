@@ -6,6 +6,7 @@
 //   gathered_sum    QSGD: the mean over seeds of the decoded sum approaches the exact sum
 //   powersgd_sum    exact (to float rounding) on gradients whose sum has rank r
 #include "harness.hpp"
+#include "same_bits.hpp"
 
 #include <autosync/exec/codecs/qsgd.hpp>
 #include <autosync/exec/codecs/sparsify.hpp>
@@ -41,14 +42,6 @@ std::vector<float> integers(std::size_t n, std::uint32_t seed) {
   for (auto& x : v) x = static_cast<float>(d(g));
   return v;
 }
-// Every rank's copy of x equal, bit for bit, to rank 0's.
-bool same_everywhere(mpi_backend& b, const std::vector<float>& x) {
-  std::vector<float> r0 = x;
-  b.broadcast(r0.data(), r0.size(), dtype::f32, 0);
-  int differ = std::memcmp(r0.data(), x.data(), x.size() * sizeof(float)) != 0;
-  b.all_reduce(&differ, 1, dtype::i32);
-  return differ == 0;
-}
 
 }  // namespace
 
@@ -76,7 +69,7 @@ TEST_CASE("int8_sum: within the bound of two quantizations, the same bits on eve
       double worst = 0.0;
       for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(static_cast<double>(x[i]) - exact[i]));
       CHECK(worst <= bound);
-      CHECK(same_everywhere(b, x));
+      CHECK(mpitest::same_on_every_rank(b, std::span<const float>(x)));
     }
   }
 }
@@ -107,7 +100,7 @@ TEST_CASE("gathered_sum: top-k and random-k with error feedback conserve the sum
             cx::sparsify::pack_pairs(idx, val, out);
           },
           [&](std::span<const unsigned char> in, std::span<float> acc) { (void)cx::sparsify::scatter_add(in, k, acc); });
-      CHECK(same_everywhere(b, x));
+      CHECK(mpitest::same_on_every_rank(b, std::span<const float>(x)));
       for (std::size_t i = 0; i < n; ++i) summed[i] += x[i];
     }
     std::vector<float> left = st.residual;
@@ -179,7 +172,7 @@ TEST_CASE("powersgd_sum: exact on gradients whose sum has rank r; small matrices
     double worst = 0.0;
     for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - exact[i]));
     CHECK(worst <= 1e-4 * scale);
-    CHECK(same_everywhere(b, out));
+    CHECK(mpitest::same_on_every_rank(b, std::span<const float>(out)));
   }
   // a 1-D tensor: all-reduced exactly
   std::vector<float> bias(17, static_cast<float>(me + 1)), out(17);

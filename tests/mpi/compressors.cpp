@@ -13,6 +13,7 @@
 #include <autosync/compressors/all.hpp>
 
 #include "harness.hpp"
+#include "same_bits.hpp"
 
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
@@ -71,21 +72,7 @@ struct runner {
     (void)ex.finish();
   }
   // Whether every rank holds the same bits in g.
-  bool same_everywhere() {
-    std::uint64_t h = 1469598103934665603ull;
-    for (const auto& v : g)
-      for (float x : v) {
-        std::uint32_t b;
-        std::memcpy(&b, &x, 4);
-        h = (h ^ b) * 1099511628211ull;
-      }
-    std::vector<std::int64_t> all(static_cast<std::size_t>(c.world.size()));
-    auto mine = static_cast<std::int64_t>(h);
-    c.world.all_gather(&mine, all.data(), 1, dtype::i64);
-    for (auto x : all)
-      if (x != mine) return false;
-    return true;
-  }
+  bool same_everywhere() { return mpitest::same_on_every_rank(c.world, g); }
 };
 
 group_desc with(compression_value cv, std::uint64_t cap) {

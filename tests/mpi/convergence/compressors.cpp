@@ -11,6 +11,7 @@
 //   - the weights differ from the lossless run's (the compressor ran).
 // Printed on rank 0: final loss per compressor and its ratio to the lossless one.
 #include "../harness.hpp"
+#include "../same_bits.hpp"
 #include "../mlp_task.hpp"  // with examples/trainer_support.hpp
 
 #include <autosync/compressors/all.hpp>
@@ -65,13 +66,6 @@ strategy_desc with_compressor(int p, compression_value cv) {
   return s;
 }
 
-bool replicas_equal(mcomms& c, const std::vector<float>& params) {
-  auto root = params;
-  c.world.broadcast(root.data(), root.size(), dtype::f32, 0);
-  std::int64_t differ = root == params ? 0 : 1;
-  c.world.all_reduce(&differ, 1, dtype::i64);
-  return differ == 0;
-}
 
 struct expectation {
   const char* json;       // the compressor as a strategy names it
@@ -112,7 +106,7 @@ TEST_CASE("every registered compressor trains the MLP; final loss against lossle
     REQUIRE(entry != nullptr);
     const auto run = train_with(c, with_compressor(p, compression_value{stable_id(e.json), e.params}));
     CONTEXT(e.json << ": final loss " << run.final_loss << ", lossless " << base.final_loss);
-    CHECK(replicas_equal(c, run.params));
+    CHECK(mpitest::same_on_every_rank(c.world, std::span<const float>(run.params)));
     const double ratio = run.final_loss / base.final_loss;
     if (c.world.rank() == 0)
       std::printf("[%d ranks] %-20s final loss %.4f  lossless %.4f  ratio %.4f  (bound %.2f)\n", p, e.json, run.final_loss, base.final_loss, ratio,
