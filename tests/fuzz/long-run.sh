@@ -2,9 +2,11 @@
 # Long fuzzing in one command: every libFuzzer target of the fuzz preset, for a given time
 # each, with corpora kept between runs, and a summary table of executions and crashes.
 #
-#   tests/fuzz/long-run.sh [--seconds S] [--jobs J] [--build DIR] [--corpus DIR] [TARGET...]
+#   tests/fuzz/long-run.sh [--seconds S] [--runs N] [--jobs J] [--build DIR] [--corpus DIR] [TARGET...]
 #
 #   --seconds S   time per target (default 600, i.e. 10 minutes)
+#   --runs N      stop a target after N executions instead; with --runs the time limit is
+#                 off unless --seconds is also given (then whichever comes first)
 #   --jobs J      targets fuzzed at the same time (default 1)
 #   --build DIR   the fuzz build folder (default build/fuzz; built with
 #                 `cmake --preset fuzz && cmake --build --preset fuzz` when it has no targets)
@@ -22,15 +24,18 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 seconds=600
+seconds_given=0
+runs=""
 jobs=1
 build="$root/build/fuzz"
 corpus=""
 only=()
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case "$1" in
-    --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
+    --seconds) seconds=${2:?--seconds needs a value}; seconds_given=1; shift 2 ;;
+    --runs) runs=${2:?--runs needs a value}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
     --build) build=${2:?--build needs a value}; shift 2 ;;
     --corpus) corpus=${2:?--corpus needs a value}; shift 2 ;;
@@ -40,6 +45,9 @@ while (($#)); do
   esac
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "long-run.sh: --seconds must be a positive integer, got '$seconds'" >&2; exit 2; }
+[[ -z "$runs" || "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "long-run.sh: --runs must be a positive integer, got '$runs'" >&2; exit 2; }
+# libFuzzer's -max_total_time=0 means no time limit.
+if [[ -n "$runs" && "$seconds_given" == 0 ]]; then seconds=0; fi
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "long-run.sh: --jobs must be a positive integer, got '$jobs'" >&2; exit 2; }
 [[ -n "$corpus" ]] || corpus="$(dirname "$build")/long-corpus"
 
@@ -67,13 +75,20 @@ run_one() {
   mkdir -p "$dir/corpus" "$dir/artifacts"
   if [[ -d "$here/corpus/$name" ]]; then cp -n "$here/corpus/$name"/* "$dir/corpus/" 2>/dev/null || true; fi
   local rc=0
-  "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  local limit=(-max_total_time="$seconds")
+  [[ -z "$runs" ]] || limit+=(-runs="$runs")
+  "$build/tests/fuzz/fuzz_$name" "${limit[@]}" -rss_limit_mb=2048 -timeout=10 \
     -dict="$dict" -artifact_prefix="$dir/artifacts/" -print_final_stats=1 "$dir/corpus" \
     >"$dir/last.log" 2>&1 || rc=$?
   echo "$rc" >"$dir/last.rc"
 }
 
-echo "fuzzing $(wc -w <<<"$names") targets for ${seconds} s each, $jobs at a time; corpora in $corpus"
+if [[ -n "$runs" ]]; then
+  budget="$runs executions"; [[ "$seconds" == 0 ]] || budget+=" or ${seconds} s"
+else
+  budget="${seconds} s"
+fi
+echo "fuzzing $(wc -w <<<"$names") targets for $budget each, $jobs at a time; corpora in $corpus"
 running=0
 for n in $names; do
   run_one "$n" &
