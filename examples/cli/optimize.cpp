@@ -124,7 +124,7 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_flag("--json", o->json, "print the result as JSON");
   sub->add_option("--out", o->out, "write the found strategy as JSON");
   sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
-  sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, topk, randomk, powersgd)");
+  sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
   sub->add_option("--max-compression-ratio", o->max_ratio,
                   "with --allow-lossy: the largest compression ratio a lossy compressor may reach (32 / its bits per element; 0: no limit)");
   sub->add_option("--compressors", o->compressors, "with --allow-lossy: the lossy compressors the search may use (comma-separated)")

@@ -220,6 +220,13 @@ class session {
   // What the compressors' exchanges reported so far (exec/exchange_note.hpp; e.g. Accordion's
   // level switches), the same on every rank. Between iterations.
   [[nodiscard]] std::vector<exec::exchange_note> exchange_notes() const;
+  // This rank's compressor state (error-feedback residuals, PowerSGD's Q, fitted levels,
+  // Accordion's detector, iteration counts) as bytes to keep with a checkpoint, one per rank;
+  // load_state() restores it into a session of the same strategy, plan and rank (see
+  // exec::executor::save_state). Between iterations. Mismatched or damaged bytes throw
+  // autosync::error('state').
+  [[nodiscard]] std::string save_state() const;
+  void load_state(std::string_view bytes);
 
   struct impl;
 

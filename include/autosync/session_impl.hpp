@@ -306,6 +306,16 @@ std::vector<exec::exchange_note> session<B>::exchange_notes() const {
   return p_->ex ? p_->ex->exchange_notes() : std::vector<exec::exchange_note>{};
 }
 template <exec::Backend B>
+std::string session<B>::save_state() const {
+  if (!p_->ex) throw error("state", "rank " + std::to_string(p_->rank) + ": the session has no executor");
+  return p_->ex->save_state();
+}
+template <exec::Backend B>
+void session<B>::load_state(std::string_view bytes) {
+  if (!p_->ex) throw error("state", "rank " + std::to_string(p_->rank) + ": the session has no executor");
+  p_->ex->load_state(bytes);
+}
+template <exec::Backend B>
 std::size_t session<B>::tensor_index(std::string_view name) const {
   const auto it = p_->index.find(name);
   if (it == p_->index.end())

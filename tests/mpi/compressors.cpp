@@ -6,8 +6,11 @@
 //                   few iterations, then zero gradients until the residuals drain; the summed
 //                   results equal the summed gradients exactly.
 //   int8            every element within sum_r range_r / 510 + range(sum) / 510 (+ float slack)
-//   qsgd, nuqsgd    unbiased: the mean of T iterations on the same gradients is within
-//                   6 sqrt(sum_r ||v_r||^2 gap^2 / 4 / T) of the sum (gap: the widest level step)
+//   qsgd, nuqsgd,   unbiased: the mean of T iterations on the same gradients is within
+//   alq, amq        6 sqrt(sum_r ||v_r||^2 gap^2 / 4 / T) of the sum (gap: the widest level
+//                   step; 1 for alq and amq, which refit their levels twice during the T
+//                   iterations, from every rank's sample: the bit comparison checks that every
+//                   rank fitted the same levels)
 //   powersgd        exact (relative 1e-4) on gradients whose sum has rank <= r, and plain
 //                   all-reduce before start_iteration; 1-D tensors exact on integer data.
 #include <autosync/compressors/all.hpp>
@@ -167,15 +170,16 @@ TEST_CASE("compressors: int8 scatter-gather stays within its two-quantization bo
   }
 }
 
-TEST_CASE("compressors: qsgd and nuqsgd are unbiased (the mean over iterations converges to the sum)") {
+TEST_CASE("compressors: qsgd, nuqsgd, alq and amq are unbiased (the mean over iterations converges to the sum)") {
   auto c = comms<mpi_backend>::make(mpi_backend::world(), 1);
   const int p = c.world.size(), r = c.world.rank();
   const auto m = odd_model();
   auto value = [](int q, std::size_t t, std::size_t i) { return static_cast<float>(std::cos(0.21 * static_cast<double>(i + 2) + q + 0.5 * static_cast<double>(t))); };
-  for (const char* name : {"qsgd", "nuqsgd"}) {
+  for (const char* name : {"qsgd", "nuqsgd", "alq", "amq"}) {
     const int L = 3, bucket = 64, T = 300;
     CONTEXT(name);
-    runner x(c, m, with(named(name, {double(L), double(bucket), 0}), std::uint64_t{1} << 20));
+    const bool fitted = name[0] == 'a';
+    runner x(c, m, with(named(name, {double(L), double(bucket), fitted ? 5.0 : 0.0}), std::uint64_t{1} << 20));  // refits at 5 and 100
     std::vector<std::vector<double>> mean(m.tensors.size());
     for (std::size_t t = 0; t < m.tensors.size(); ++t) mean[t].assign(x.g[t].size(), 0.0);
     bool same = true;
@@ -186,12 +190,17 @@ TEST_CASE("compressors: qsgd and nuqsgd are unbiased (the mean over iterations c
         for (std::size_t i = 0; i < x.g[t].size(); ++i) mean[t][i] += x.g[t][i] / double(T);
     }
     CHECK(same);
+    if (fitted) {  // the refits ran when scheduled, and noted it
+      std::vector<std::int64_t> at;
+      for (const auto& n : x.ex.exchange_notes()) at.push_back(n.iteration);
+      CHECK(at == std::vector<std::int64_t>{5, 100});
+    }
     // the norm of each rank's whole bucket bounds that of any of its QSGD buckets
     double norms = 0.0;
     for (int q = 0; q < p; ++q)
       for (std::size_t t = 0; t < m.tensors.size(); ++t)
         for (std::size_t i = 0; i < x.g[t].size(); ++i) norms += double(value(q, t, i)) * value(q, t, i);
-    const double gap = std::string_view(name) == "qsgd" ? 1.0 / L : 0.5;
+    const double gap = std::string_view(name) == "qsgd" ? 1.0 / L : std::string_view(name) == "nuqsgd" ? 0.5 : 1.0;
     const double bound = 6.0 * std::sqrt(norms * gap * gap / 4.0 / T) + 1e-5;
     double worst = 0.0;
     for (std::size_t t = 0; t < m.tensors.size(); ++t)
@@ -251,5 +260,43 @@ TEST_CASE("compressors: powersgd is exact on rank-1 gradients and all-reduces be
       }
     CHECK(off > 1.0);
     CHECK(same);
+  }
+}
+
+TEST_CASE("compressors: the executor's state survives a save and a load (same results after), and a foreign state is refused by name") {
+  auto c = comms<mpi_backend>::make(mpi_backend::world(), 1);
+  const int r = c.world.rank();
+  const auto m = odd_model();
+  auto value = [&](std::size_t t, std::size_t i, int it) {
+    return static_cast<float>(std::sin(0.29 * static_cast<double>(i) + 0.7 * it + r + 0.3 * static_cast<double>(t)) * ((i + t) % 17 == 0 ? 6.0 : 1.0));
+  };
+  const compression_value cases[] = {named("topk", {0.1, 0, 0}), named("randomk", {0.2, 0, 0}), named("powersgd", {1, 1, 2}),
+                                     named("accordion_powersgd", {2, 1, 2}), named("alq", {3, 64, 2}), compression_value{compression_id{1}}};
+  for (const auto& cv : cases) {
+    CONTEXT(compression_name(cv));
+    runner a(c, m, with(cv, 2048));  // several buckets
+    for (int it = 0; it < 3; ++it) a.step([&](std::size_t t, std::size_t i) { return value(t, i, it); });
+    const std::string st = a.ex.save_state();
+    runner b(c, m, with(cv, 2048));
+    b.ex.load_state(st);
+    bool same = true;
+    for (int it = 3; it < 7; ++it) {
+      a.step([&](std::size_t t, std::size_t i) { return value(t, i, it); });
+      b.step([&](std::size_t t, std::size_t i) { return value(t, i, it); });
+      for (std::size_t t = 0; t < m.tensors.size(); ++t) same = same && std::memcmp(a.g[t].data(), b.g[t].data(), a.g[t].size() * sizeof(float)) == 0;
+    }
+    CHECK(same);
+    CHECK(a.ex.save_state() == b.ex.save_state());
+    // another strategy, another rank, damaged bytes: named errors, never a crash
+    runner other(c, m, with(cv == named("topk", {0.1, 0, 0}) ? named("randomk", {0.1, 0, 0}) : named("topk", {0.1, 0, 0}), 2048));
+    CHECK_THROWS_WITH(other.ex.load_state(st), "another strategy");
+    std::string moved = st;
+    const std::size_t rank_at = 8 + std::string_view("autosync.state").size() + 4 + 8 + 8 + 4;  // the saved rank (i32)
+    const std::int32_t wrong = r + 1;
+    std::memcpy(moved.data() + rank_at, &wrong, sizeof wrong);
+    CHECK_THROWS_WITH(b.ex.load_state(moved), "saved by rank " + std::to_string(r + 1));
+    for (std::size_t cut : {std::size_t{5}, st.size() / 2, st.size() - 1})
+      CHECK_THROWS_WITH(b.ex.load_state(std::string_view(st).substr(0, cut)), "'state");
+    CHECK_THROWS_WITH(b.ex.load_state("not a state at all, but long enough to read"), "'state'");
   }
 }

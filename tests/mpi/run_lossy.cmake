@@ -1,6 +1,7 @@
 # `autosync run` with the registered lossy compressors (ctest mpi.run_lossy.np3, label mpi):
 #   1. autosync optimize --model resnet50 --cluster local-3 --out s.json (a lossless strategy)
-#   2. for each compressor (int8, qsgd, nuqsgd, topk 10 %, randomk 30 %, powersgd rank 2 from
+#   2. for each compressor (int8, qsgd, nuqsgd, alq and amq refitting from iteration 1, topk
+#      10 %, randomk 30 %, powersgd rank 2 from
 #      iteration 3, and Accordion over top-k, PowerSGD and int8 deciding every iteration): the
 #      strategy's group gets it; mpirun -np 3 autosync run --model resnet50
 #      --scale 0.05 --iters 2 exits 0 and prints "ok" for the compressor's guarantee
@@ -35,6 +36,8 @@ set(cases
   "int8|\"int8\""
   "qsgd|\"qsgd\""
   "nuqsgd|{\"kind\": \"nuqsgd\", \"levels\": 3}"
+  "alq|{\"kind\": \"alq\", \"refit\": 1}"
+  "amq|{\"kind\": \"amq\", \"levels\": 3, \"refit\": 1}"
   "topk|{\"kind\": \"topk\", \"density\": 0.1}"
   "randomk|{\"kind\": \"randomk\", \"density\": 0.3}"
   "powersgd|{\"kind\": \"powersgd\", \"rank\": 2, \"start_iteration\": 3}"

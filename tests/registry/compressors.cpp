@@ -82,6 +82,7 @@ TEST_CASE("compressors: every member is registered, lossy, f32-only, with an exc
   const std::pair<const char*, registry::exchange_kind> family[] = {
       {"int8", registry::exchange_kind::scatter_gather}, {"qsgd", registry::exchange_kind::all_gather},
       {"nuqsgd", registry::exchange_kind::all_gather},   {"topk", registry::exchange_kind::all_gather},
+      {"alq", registry::exchange_kind::all_gather},      {"amq", registry::exchange_kind::all_gather},
       {"randomk", registry::exchange_kind::all_reduce},  {"powersgd", registry::exchange_kind::two_all_reduces}};
   for (const auto& [name, kind] : family) {
     CAPTURE(name);
@@ -101,6 +102,10 @@ TEST_CASE("compressors: the policy types describe the registered values") {
   CHECK(describe<strategy<cs::int8<512>>>().compression == named("int8", {512, 0, 0}));
   CHECK(describe<strategy<cs::qsgd<3, 4096>>>().compression == named("qsgd", {3, 4096, 0}));
   CHECK(describe<strategy<cs::nuqsgd<7, 8192>>>().compression == named("nuqsgd", {7, 8192, 0}));
+  CHECK(describe<strategy<cs::alq<3, 1024, 5>>>().compression == named("alq", {3, 1024, 5}));
+  CHECK(describe<strategy<cs::amq<7, 8192, 100>>>().compression == named("amq", {7, 8192, 100}));
+  CHECK(describe<strategy<cs::alq<>>>().compression == parse_group(R"({"compression": "alq"})").compression);
+  CHECK(describe<strategy<cs::amq<>>>().compression == parse_group(R"({"compression": "amq"})").compression);
   CHECK(describe<strategy<cs::topk<0.05>>>().compression == named("topk", {0.05, 0, 0}));
   CHECK(describe<strategy<cs::randomk<0.25>>>().compression == named("randomk", {0.25, 0, 0}));
   CHECK(describe<strategy<cs::powersgd<4, 10, 2.5>>>().compression == named("powersgd", {4, 10, 2.5}));
@@ -120,6 +125,9 @@ TEST_CASE("compressors: JSON names take the documented defaults, objects their p
   CHECK(parse_group(R"({"compression": {"kind": "randomk", "density": 0.5}})").compression == named("randomk", {0.5, 0, 0}));
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "topk", "density": 2}})"), doctest::Contains("density"));
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "qsgd", "levels": 2.5}})"), doctest::Contains("levels"));
+  CHECK(parse_group(R"({"compression": {"kind": "alq", "refit": 10}})").compression == named("alq", {7, 8192, 10}));
+  CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "amq", "refit": 0}})"), doctest::Contains("refit"));
+  CHECK_THROWS((void)parse_group(R"({"compression": {"kind": "qsgd", "refit": 10}})"));  // qsgd has no refit
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "powersgd", "rank": 0}})"), doctest::Contains("rank"));
   CHECK_THROWS((void)parse_group(R"({"compression": {"kind": "powersgd", "ranks": 2}})"));
   // a strategy round-trips with its parameters, and hashes alike
@@ -144,16 +152,17 @@ TEST_CASE("compressors: JSON names take the documented defaults, objects their p
 TEST_CASE("compressors: emit_header spells the policy types and includes their headers") {
   strategy_desc s;
   s.name = "family";
-  for (auto cv : {named("topk", {0.01, 0, 0}), named("powersgd", {4, 1000, 2}), named("qsgd", {3, 1024, 0})}) {
+  for (auto cv : {named("topk", {0.01, 0, 0}), named("powersgd", {4, 1000, 2}), named("qsgd", {3, 1024, 0}), named("alq", {3, 1024, 5})}) {
     group_desc g;
     g.compression = cv;
     s.groups.push_back(g);
   }
-  s.assignments = {{"t0", 0, 0, {}}, {"t1", 1, 0, {}}, {"t2", 2, 0, {}}};
+  s.assignments = {{"t0", 0, 0, {}}, {"t1", 1, 0, {}}, {"t2", 2, 0, {}}, {"t3", 3, 0, {}}};
   const auto h = emit_header(s, "emitted::family");
   CHECK(h.find("autosync::compressors::topk<0.01>") != std::string::npos);
   CHECK(h.find("autosync::compressors::powersgd<4, 1000, 2.0>") != std::string::npos);
   CHECK(h.find("autosync::compressors::qsgd<3, 1024>") != std::string::npos);
+  CHECK(h.find("autosync::compressors::alq<3, 1024, 5>") != std::string::npos);
   CHECK(h.find("#include <autosync/compressors/topk.hpp>") != std::string::npos);
   CHECK(h.find("#include <autosync/compressors/powersgd.hpp>") != std::string::npos);
   // the spelled types are these values
@@ -181,6 +190,9 @@ TEST_CASE("compressors: wire bytes are the hand formulas of their exchanges (all
   CHECK(wire(m, c, named("qsgd", {7, 8192, 0})) == p * (4 + 4 * ((n * 4 + 31) / 32)) / 2);
   // 3 levels: 1 + 2 bits; buckets of 256: 4 norms
   CHECK(wire(m, c, named("nuqsgd", {3, 256, 0})) == p * (3 * (4 + 4 * ((256 * 3 + 31) / 32)) + 4 + 4 * ((232 * 3 + 31) / 32)) / 2);
+  // alq / amq: NUQSGD's payload (the fitted levels change the values, not the bits)
+  CHECK(wire(m, c, named("alq", {3, 256, 100})) == wire(m, c, named("nuqsgd", {3, 256, 0})));
+  CHECK(wire(m, c, named("amq", {7, 8192, 100})) == wire(m, c, named("qsgd", {7, 8192, 0})));
   // topk: all-gather of k = 10 pairs of 8 bytes: p / 2 x 80
   CHECK(wire(m, c, named("topk", {0.01, 0, 0})) == p * 80 / 2);
   // randomk: all-reduce of k = 10 floats
@@ -334,6 +346,52 @@ TEST_CASE("compressors: each exchange on one rank") {
     for (std::size_t i = 0; i < g.size(); ++i) CHECK(sum[i] == g[i]);
     CHECK(comm.gathers == 11);
   }
+  SUBCASE("alq, amq: unbiased before and after their refits, which follow the schedule and lower the variance") {
+    // magnitudes of a heavy-tailed gradient: most elements small, a few large (where fitted
+    // levels beat NUQSGD's fixed halving)
+    std::vector<float> h(x.elements);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      h[i] = static_cast<float>((i % 97 == 0 ? 40.0 : 1.0) * std::sin(0.37 * static_cast<double>(i) + 0.1));
+    for (const char* name : {"alq", "amq"}) {
+      CAPTURE(name);
+      std::vector<std::pair<std::string, double>> notes;
+      std::vector<int> at;
+      int it = 0;
+      x.note = [&](std::string_view k, double v) { notes.emplace_back(std::string(k), v), at.push_back(it); };
+      auto ex = make(name, {3, 1003, 2}, x);  // refits at exchanges 2, 40, then every 200
+      auto fixed = make("nuqsgd", {3, 1003, 0}, x);
+      const int T = 400;
+      std::vector<double> mean(h.size(), 0.0);
+      double sq_fit = 0.0, sq_fixed = 0.0;
+      for (it = 0; it < T; ++it) {
+        auto v = h, w = h;
+        ex(bytes(v), comm);
+        fixed(bytes(w), comm);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          mean[i] += v[i] / double(T);
+          if (it >= 2) sq_fit += (double(v[i]) - h[i]) * (double(v[i]) - h[i]), sq_fixed += (double(w[i]) - h[i]) * (double(w[i]) - h[i]);
+        }
+      }
+      CHECK(at == std::vector<int>{2, 40, 200});
+      CHECK(notes.front().first == std::string(name) + (std::string_view(name) == "alq" ? ".variance" : ".multiplier"));
+      if (std::string_view(name) == "amq") {
+        for (const auto& n : notes) CHECK((n.second > 0.05 && n.second < 0.95));
+      }
+      // the fitted levels' squared error is below NUQSGD's on this gradient
+      CAPTURE(sq_fit);
+      CAPTURE(sq_fixed);
+      CHECK(sq_fit < 0.9 * sq_fixed);
+      // unbiased: per element within 6 sigma of the mean of T draws (gap 1: any levels)
+      double norm2 = 0.0;
+      for (float v : h) norm2 += double(v) * v;
+      const double bound = 6.0 * std::sqrt(norm2 / 4.0 / T);
+      double worst = 0.0;
+      for (std::size_t i = 0; i < h.size(); ++i) worst = std::max(worst, std::abs(mean[i] - h[i]));
+      CHECK(worst <= bound);
+      CHECK(comm.gathers > 0);
+    }
+    x.note = nullptr;
+  }
   SUBCASE("randomk: the same indices for the same bucket and iteration") {
     auto a = make("randomk", {0.05, 0, 0}, x), b = make("randomk", {0.05, 0, 0}, x);
     auto va = g, vb = g;
@@ -376,6 +434,93 @@ TEST_CASE("compressors: each exchange on one rank") {
     }
     CHECK(comm.reduces == 2 + 3 * 2);
   }
+}
+
+TEST_CASE("compressors: an exchange's state survives a save and a load into a fresh exchange") {
+  registry::exchange_context x;
+  x.elements = 37 * 23 + 41;
+  x.matrices = {{0, 37, 23}};
+  x.seed = 11;
+  auto grad = [&](int it) {
+    std::vector<float> v(x.elements);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 0.9 * it) * (i % 31 == 0 ? 9.0 : 1.0));
+    return v;
+  };
+  auto bytes = [](std::vector<float>& v) { return reinterpret_cast<unsigned char*>(v.data()); };
+  const std::pair<const char*, param_list> cases[] = {
+      {"qsgd", {3, 256, 0}},          {"nuqsgd", {3, 256, 0}},         {"alq", {3, 256, 2}},
+      {"amq", {3, 256, 2}},           {"topk", {0.05, 0, 0}},          {"randomk", {0.05, 0, 0}},
+      {"powersgd", {2, 1, 2}},        {"accordion_topk", {0.5, 0.05, 2}}, {"accordion_powersgd", {2, 1, 2}},
+      {"accordion_int8", {2, 0, 0}}};
+  for (const auto& [name, params] : cases) {
+    CAPTURE(name);
+    one_rank comm;
+    auto a = make(name, params, x);
+    REQUIRE(a.stateful());
+    for (int it = 0; it < 5; ++it) {
+      auto v = grad(it);
+      a(bytes(v), comm);
+    }
+    registry::state_writer w;
+    a.save(w);
+    const std::string saved = w.bytes();
+    auto b = make(name, params, x);
+    registry::state_reader r(saved, "state");
+    b.load(r);
+    r.finish();
+    // from here on the two give the same bits
+    bool same = true;
+    for (int it = 5; it < 12; ++it) {
+      auto va = grad(it), vb = grad(it);
+      a(bytes(va), comm);
+      b(bytes(vb), comm);
+      same = same && std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0;
+    }
+    CHECK(same);
+    // and their states agree again
+    registry::state_writer wa, wb;
+    a.save(wa);
+    b.save(wb);
+    CHECK(wa.bytes() == wb.bytes());
+    // a fresh exchange differs from the restored one (the state mattered)
+    auto c = make(name, params, x);
+    registry::state_writer wc;
+    c.save(wc);
+    CHECK(wc.bytes() != saved);
+    // damaged: every truncation is an error naming the state, never a crash
+    for (std::size_t cut : {std::size_t{0}, std::size_t{3}, saved.size() / 2, saved.size() - 1}) {
+      CAPTURE(cut);
+      auto d = make(name, params, x);
+      registry::state_reader rd(std::string_view(saved).substr(0, cut), "state");
+      CHECK_THROWS_WITH_AS(d.load(rd), doctest::Contains("'state'"), autosync::error);
+    }
+    // bytes left over: written for something else
+    auto e = make(name, params, x);
+    const std::string longer = saved + "xyz";
+    registry::state_reader re(longer, "state");
+    e.load(re);
+    CHECK_THROWS_WITH_AS(re.finish(), doctest::Contains("left over"), autosync::error);
+  }
+  // a stateless exchange saves nothing
+  auto q8 = make("int8", {64, 0, 0}, x);
+  CHECK_FALSE(q8.stateful());
+  registry::state_writer w8;
+  q8.save(w8);
+  CHECK(w8.bytes().empty());
+  // a state of another bucket shape is refused by name
+  one_rank comm;
+  auto ps = make("powersgd", {2, 1, 2}, x);
+  for (int it = 0; it < 3; ++it) {
+    auto v = grad(it);
+    ps(bytes(v), comm);
+  }
+  registry::state_writer wp;
+  ps.save(wp);
+  auto other_ctx = x;
+  other_ctx.matrices = {{0, 23, 37}};
+  auto other = make("powersgd", {2, 1, 2}, other_ctx);
+  registry::state_reader rp(wp.bytes(), "state.buckets[0]");
+  CHECK_THROWS_WITH_AS(other.load(rp), doctest::Contains("23 x 37"), autosync::error);
 }
 
 namespace {
@@ -429,8 +574,9 @@ model_spec guarantee_model() {
 
 TEST_CASE("compressors: check_guarantees passes every compressor that keeps its promise and names the one that breaks it") {
   const auto m = guarantee_model();
-  for (auto cv : {named("int8", {64, 0, 0}), named("qsgd", {3, 64, 0}), named("nuqsgd", {7, 8192, 0}), named("topk", {0.2, 0, 0}),
-                  named("randomk", {0.5, 0, 0}), named("powersgd", {2, 2, 2}), named("powersgd", {1, 5000, 2})}) {
+  for (auto cv : {named("int8", {64, 0, 0}), named("qsgd", {3, 64, 0}), named("nuqsgd", {7, 8192, 0}), named("alq", {3, 64, 1}),
+                  named("amq", {3, 64, 1}), named("topk", {0.2, 0, 0}), named("randomk", {0.5, 0, 0}), named("powersgd", {2, 2, 2}),
+                  named("powersgd", {1, 5000, 2})}) {
     CAPTURE(compression_name(cv));
     strategy_desc s;
     s.name = "g";

@@ -109,12 +109,32 @@ inline const registry::compression_entry& int8_inner() {
 struct levels {
   std::function<void(unsigned char*, registry::exchange_comm&, int)> run;
   std::function<void(int)> switched;
+  std::function<void(registry::state_writer&)> save;  // the levels' own state (empty: none)
+  std::function<void(registry::state_reader&)> load;
 };
 
 class exchange {
  public:
   exchange(levels l, std::int64_t interval, registry::exchange_context x)
       : levels_(std::move(l)), interval_(interval < 1 ? 1 : interval), x_(std::move(x)), acc_(x_.elements, 0.0) {}
+
+  // State: the step count, the interval's accumulated sum, the detector (rank 0's history), the
+  // current level, then the levels' own state.
+  void save(registry::state_writer& w) const {
+    w.put(steps_);
+    w.put(acc_);
+    w.put(detector_);
+    w.put(current_);
+    if (levels_.save) levels_.save(w);
+  }
+  void load(registry::state_reader& r) {
+    r.get(steps_, "steps");
+    r.get_exact(acc_, "accumulated", x_.elements);
+    r.get(detector_, "detector");
+    r.get(current_, "level");
+    if (current_ != acc::level::low_compression && current_ != acc::level::high_compression) throw error(r.field(), "level: neither 0 nor 1");
+    if (levels_.load) levels_.load(r);
+  }
 
   void operator()(unsigned char* data, registry::exchange_comm& comm) {
     levels_.run(data, comm, static_cast<int>(current_));
@@ -186,6 +206,22 @@ inline levels powersgd_levels(const param_list& q, const registry::exchange_cont
                     for (std::size_t k = 0; k < e.size(); ++k) b->carry[m.offset + k] += e[k];
                   }
                   b->ex[static_cast<std::size_t>(l)] = powersgd_detail::exchange(b->x.elements, b->p[l], b->x);
+                },
+                [b](registry::state_writer& w) {
+                  w.put(static_cast<std::int32_t>(b->current));
+                  w.put(b->carry);
+                  b->ex[0].save(w);
+                  b->ex[1].save(w);
+                },
+                [b](registry::state_reader& r) {
+                  std::int32_t cur = 0;
+                  r.get(cur, "powersgd level");
+                  if (cur != 0 && cur != 1) throw error(r.field(), "powersgd level: neither 0 nor 1");
+                  b->current = cur;
+                  r.get(b->carry, "carry", b->x.elements);
+                  if (!b->carry.empty() && b->carry.size() != b->x.elements) throw error(r.field(), "carry: not the bucket's length");
+                  b->ex[0].load(r);
+                  b->ex[1].load(r);
                 }};
 }
 // One top-k exchange whose density follows the level: its residual stays owed at any density,
@@ -197,7 +233,9 @@ inline levels topk_levels(const param_list& q, const registry::exchange_context&
                   tk->density = l == 0 ? d0 : d1;
                   (*tk)(data, c);
                 },
-                {}};
+                {},
+                [tk](registry::state_writer& w) { tk->save(w); },
+                [tk](registry::state_reader& r) { tk->load(r); }};
 }
 // A plain all-reduce (critical) or int8 min-max with 1024-element chunks.
 inline levels int8_levels(const registry::exchange_context& x) {
@@ -207,6 +245,8 @@ inline levels int8_levels(const registry::exchange_context& x) {
                   if (l == 0) c.all_reduce(reinterpret_cast<float*>(data), n);
                   else (*q8)(data, c);
                 },
+                {},
+                {},   // int8 keeps no state between iterations
                 {}};
 }
 

@@ -46,6 +46,21 @@ inline constexpr double fp16_rate_gbs = 0.49;
   return s;
 }
 
+// An error-feedback state (exec/codecs/sparsify.hpp sparsify::state) of an n-element bucket:
+// its vectors are empty (never used) or n long.
+template <class State>
+void save_feedback(registry::state_writer& w, const State& st) {
+  w.put(st.residual);
+  w.put(st.momentum);
+}
+template <class State>
+void load_feedback(registry::state_reader& r, State& st, std::size_t n) {
+  r.get(st.residual, "residual", n);
+  r.get(st.momentum, "momentum", n);
+  if ((!st.residual.empty() && st.residual.size() != n) || (!st.momentum.empty() && st.momentum.size() != n))
+    throw error(r.field(), "residual: " + std::to_string(st.residual.size()) + " elements, the bucket has " + std::to_string(n));
+}
+
 // The packed bucket of an exchange as floats.
 [[nodiscard]] inline std::span<float> floats(unsigned char* data, std::size_t n) noexcept {
   return {reinterpret_cast<float*>(data), n};

@@ -82,6 +82,51 @@ struct exchange {
     states.resize(compressed.size());
   }
 
+  // State: the exchange count and, per compressed matrix, its warm-start Q and error-feedback
+  // residual (empty until the matrix is first compressed).
+  void save(registry::state_writer& w) const {
+    w.put(iteration);
+    w.put(static_cast<std::uint64_t>(states.size()));
+    for (const auto& s : states) {
+      w.put(static_cast<std::uint64_t>(s.rows));
+      w.put(static_cast<std::uint64_t>(s.cols));
+      w.put(static_cast<std::int32_t>(s.r));
+      w.put(static_cast<std::uint8_t>(s.started));
+      w.put(s.q);
+      w.put(s.m);
+    }
+  }
+  void load(registry::state_reader& r) {
+    r.get(iteration, "iteration");
+    std::uint64_t count = 0;
+    r.get(count, "matrices");
+    if (count != states.size())
+      throw error(r.field(), "matrices: " + std::to_string(count) + " saved, the bucket compresses " + std::to_string(states.size()));
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const auto& mat = compressed[i];
+      ps::state s;
+      std::uint64_t rows = 0, cols = 0;
+      std::int32_t rk = 0;
+      std::uint8_t started = 0;
+      r.get(rows, "rows");
+      r.get(cols, "cols");
+      r.get(rk, "rank");
+      r.get(started, "started");
+      const bool fresh = rows == 0 && cols == 0;
+      if (!fresh && (rows != mat.rows || cols != mat.cols || rk != ps::effective_rank(mat.rows, mat.cols, opt.rank)))
+        throw error(r.field(), "matrix " + std::to_string(i) + ": saved as " + std::to_string(rows) + " x " + std::to_string(cols) + " rank " +
+                                   std::to_string(rk) + ", the bucket's is " + std::to_string(mat.rows) + " x " + std::to_string(mat.cols) + " rank " +
+                                   std::to_string(ps::effective_rank(mat.rows, mat.cols, opt.rank)));
+      s.rows = static_cast<std::size_t>(rows);
+      s.cols = static_cast<std::size_t>(cols);
+      s.r = rk;
+      s.started = started != 0;
+      r.get_exact(s.q, "q", fresh ? 0 : cols * static_cast<std::uint64_t>(rk));
+      r.get_exact(s.m, "residual", fresh ? 0 : rows * cols);
+      states[i] = std::move(s);
+    }
+  }
+
   void operator()(unsigned char* data, registry::exchange_comm& comm) {
     const auto x = floats(data, n);
     if (iteration++ < opt.start_iteration || compressed.empty()) {

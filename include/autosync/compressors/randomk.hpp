@@ -42,6 +42,15 @@ struct exchange {
   sp::state st;
   std::vector<std::uint32_t> idx;
   std::vector<float> val;
+  // State: the exchange count (it keys the shared indices) and the error-feedback residual.
+  void save(registry::state_writer& w) const {
+    w.put(iteration);
+    save_feedback(w, st);
+  }
+  void load(registry::state_reader& r) {
+    r.get(iteration, "iteration");
+    load_feedback(r, st, n);
+  }
   void operator()(unsigned char* data, registry::exchange_comm& comm) {
     const auto x = floats(data, n);
     sp::options o;

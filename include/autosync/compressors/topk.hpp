@@ -44,6 +44,9 @@ struct exchange {
   std::vector<std::uint32_t> idx;
   std::vector<float> val;
   std::vector<unsigned char> mine, all;
+  // State: the error-feedback residual.
+  void save(registry::state_writer& w) const { save_feedback(w, st); }
+  void load(registry::state_reader& r) { load_feedback(r, st, n); }
   void operator()(unsigned char* data, registry::exchange_comm& comm) {
     const auto x = floats(data, n);
     const int p = comm.size();

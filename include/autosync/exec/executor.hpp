@@ -73,6 +73,7 @@
 #include <autosync/exec/host_buckets.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
+#include <autosync/registry/exchange_state.hpp>
 
 #include <algorithm>
 #include <array>
@@ -87,6 +88,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -164,6 +166,51 @@ class executor {
     if constexpr (on_host) return runner_ ? runner_->exchange_notes() : std::vector<exchange_note>{};
     else return {};
   }
+  // The state this rank carries from one iteration to the next: the built-in codecs'
+  // error-feedback residuals and the registered compressors' own state (residuals, PowerSGD's Q,
+  // fitted levels, Accordion's detector, iteration counts). save_state() returns it as bytes to
+  // keep beside a checkpoint of the model (one per rank: residuals differ between ranks);
+  // load_state() restores it into an executor of the same strategy, plan and rank, so training
+  // resumes as if it had not stopped. Between iterations (before setup() too), host runners only.
+  // A snapshot of another strategy, plan, world size or rank, or truncated or altered bytes,
+  // throw autosync::error('state...') naming what does not match; the executor is then unchanged
+  // only up to the bucket that failed, so load again or rebuild it.
+  [[nodiscard]] std::string save_state() const {
+    require_idle("save_state");
+    registry::state_writer w;
+    w.put_bytes(state_magic);
+    w.put(state_version);
+    w.put(plan_.strategy_fingerprint);
+    w.put(plan_hash(plan_));
+    w.put(static_cast<std::int32_t>(comms_->world.size()));
+    w.put(static_cast<std::int32_t>(comms_->world.rank()));
+    if constexpr (on_host) runner_->save_state(w);
+    else throw error("state", "executor: saving the compressors' state needs a host-memory backend");
+    return w.take();
+  }
+  void load_state(std::string_view bytes) {
+    require_idle("load_state");
+    registry::state_reader r(bytes, "state");
+    if (r.get_bytes("magic") != state_magic) throw error("state", "not an autosync state (its first bytes are not '" + std::string(state_magic) + "')");
+    std::uint32_t version = 0;
+    r.get(version, "version");
+    if (version != state_version) throw error("state", "version " + std::to_string(version) + "; this build reads " + std::to_string(state_version));
+    std::uint64_t strategy = 0, planh = 0;
+    std::int32_t world = 0, rank = 0;
+    r.get(strategy, "strategy fingerprint");
+    r.get(planh, "plan fingerprint");
+    r.get(world, "world size");
+    r.get(rank, "rank");
+    if (strategy != plan_.strategy_fingerprint) throw error("state", "saved for another strategy (fingerprints differ)");
+    if (planh != plan_hash(plan_)) throw error("state", "saved for another plan of this strategy (another cluster or layout)");
+    if (world != comms_->world.size() || rank != comms_->world.rank())
+      throw error("state", "saved by rank " + std::to_string(rank) + " of " + std::to_string(world) + "; this is rank " +
+                               std::to_string(comms_->world.rank()) + " of " + std::to_string(comms_->world.size()));
+    if constexpr (on_host) runner_->load_state(r);
+    else throw error("state", "executor: loading the compressors' state needs a host-memory backend");
+    r.finish();
+  }
+
   // Whether bucket b runs on the tensors where they lie (no packing; host memory only).
   [[nodiscard]] bool unpacked(std::size_t b) const {
     if constexpr (on_host) return runner_->unpacked(b);
@@ -348,6 +395,12 @@ class executor {
   }
 
  private:
+  static constexpr std::string_view state_magic = "autosync.state";
+  static constexpr std::uint32_t state_version = 1;
+  void require_idle(const char* what) const {
+    std::lock_guard lk(mu_);
+    if (active_) throw error(what, std::string("executor: ") + what + "() during an iteration (call it between finish() and begin_iteration())");
+  }
   using clock = std::chrono::steady_clock;
   static double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -527,7 +580,7 @@ class executor {
   std::optional<runner_t> runner_;                // runs the buckets (host: built here; a device runner: in setup())
   std::function<void(std::uint32_t)> bucket_done_;  // set between iterations only
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;
   // guarded by mu_

@@ -145,6 +145,43 @@ class extension_codecs {
     exchanges_[bi](w.data, comm);
     ++notes_->calls[bi];
   }
+  // The exchanges' state (registry::bucket_exchange::save): per bucket with an exchange, its
+  // number, its exchange count and its state's bytes. load() reads it into the exchanges of the
+  // same plan, and names the bucket whose state does not fit. Between iterations only.
+  void save(registry::state_writer& w) const {
+    std::uint64_t count = 0;
+    for (const auto& e : exchanges_) count += e ? 1 : 0;
+    w.put(count);
+    for (std::size_t i = 0; i < exchanges_.size(); ++i) {
+      if (!exchanges_[i]) continue;
+      registry::state_writer one;
+      exchanges_[i].save(one);
+      w.put(static_cast<std::uint64_t>(i));
+      w.put(notes_->calls.at(i));
+      w.put_bytes(one.bytes());
+    }
+  }
+  void load(registry::state_reader& r) {
+    std::uint64_t count = 0, want = 0;
+    for (const auto& e : exchanges_) want += e ? 1 : 0;
+    r.get(count, "exchanges");
+    if (count != want)
+      throw error(r.field(), "exchanges: " + std::to_string(count) + " buckets with a compressor's exchange saved, this plan has " + std::to_string(want));
+    for (std::size_t i = 0; i < exchanges_.size(); ++i) {
+      if (!exchanges_[i]) continue;
+      std::uint64_t bucket = 0;
+      std::int64_t calls = 0;
+      r.get(bucket, "bucket");
+      if (bucket != i) throw error(r.field(), "bucket " + std::to_string(bucket) + " saved where this plan's bucket " + std::to_string(i) + " has an exchange");
+      r.get(calls, "exchange count");
+      if (calls < 0) throw error(r.field(), "exchange count: negative");
+      registry::state_reader one(r.get_bytes("exchange state"), r.field() + ".buckets[" + std::to_string(i) + "]");
+      exchanges_[i].load(one);
+      one.finish();
+      notes_->calls.at(i) = calls;
+    }
+  }
+
   // What the exchanges reported so far (registry::exchange_context::note), in call order. Read
   // it between iterations: the communication thread appends during one.
   [[nodiscard]] const std::vector<exchange_note>& notes() const noexcept { return notes_->notes; }

@@ -230,6 +230,26 @@ class host_bucket_runner {
   // What the buckets' exchanges reported (exec/exchange_note.hpp); read between iterations.
   [[nodiscard]] const std::vector<exchange_note>& exchange_notes() const noexcept { return ext_.notes(); }
 
+  // The state carried across iterations: the built-in codecs' error-feedback residuals, per
+  // bucket, then the registered compressors' exchanges (exec/extension_codecs.hpp). Between
+  // iterations only.
+  void save_state(registry::state_writer& w) const {
+    w.put(static_cast<std::uint64_t>(residual_.size()));
+    for (const auto& r : residual_) w.put(r);
+    ext_.save(w);
+  }
+  void load_state(registry::state_reader& r) {
+    std::uint64_t n = 0;
+    r.get(n, "buckets");
+    if (n != residual_.size()) throw error(r.field(), "buckets: " + std::to_string(n) + " saved, this plan has " + std::to_string(residual_.size()));
+    for (std::size_t b = 0; b < residual_.size(); ++b) {
+      std::vector<double> v;
+      r.get_exact(v, "residual", residual_[b].size());
+      residual_[b] = std::move(v);
+    }
+    ext_.load(r);
+  }
+
  protected:
   using run_fn = void (*)(host_bucket_runner&, std::uint32_t, std::span<const gradient>);
   struct no_dispatch {};

@@ -29,6 +29,7 @@
 #include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/compression.hpp>
+#include <autosync/registry/exchange_state.hpp>
 #include <autosync/registry/values.hpp>
 
 #include <algorithm>
@@ -38,6 +39,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace autosync {
@@ -145,8 +148,70 @@ struct exchange_context {
   std::function<void(std::string_view key, double value)> note;
 };
 // Called once per iteration: data holds this rank's packed bucket (`elements` of the context's
-// type) and, on return, the sum over the world's ranks.
-using bucket_exchange = std::function<void(unsigned char* data, exchange_comm& comm)>;
+// type) and, on return, the sum over the world's ranks. Built from any callable F with that
+// call; when F also has
+//     void save(state_writer&) const;   void load(state_reader&);
+// (registry/exchange_state.hpp) its state can be saved and restored (stateful() is true), so a
+// job that restarts from a checkpoint resumes with the same residuals, Q, levels and counters.
+// A load reads into an exchange built for the same bucket and parameters, and must consume
+// exactly what save wrote.
+class bucket_exchange {
+ public:
+  bucket_exchange() = default;
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, bucket_exchange> && std::is_invocable_v<std::remove_cvref_t<F>&, unsigned char*, exchange_comm&>)
+  bucket_exchange(F&& f)  // NOLINT(google-explicit-constructor): any exchange callable converts
+      : fn_([g = std::remove_cvref_t<F>(std::forward<F>(f))](call& c) mutable {
+          using G = std::remove_cvref_t<F>;
+          constexpr bool has_state = requires(const G& cg, G& mg, state_writer& w, state_reader& r) {
+            cg.save(w);
+            mg.load(r);
+          };
+          switch (c.op) {
+            case call::run: g(c.data, *c.comm); break;
+            case call::save:
+              if constexpr (has_state) g.save(*c.out);
+              break;
+            case call::load:
+              if constexpr (has_state) g.load(*c.in);
+              break;
+            case call::query: c.stateful = has_state; break;
+          }
+        }) {}
+
+  void operator()(unsigned char* data, exchange_comm& comm) const {
+    call c{call::run, data, &comm};
+    fn_(c);
+  }
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  // Whether its state can be saved (an exchange without state saves nothing).
+  [[nodiscard]] bool stateful() const {
+    call c{call::query};
+    if (fn_) fn_(c);
+    return c.stateful;
+  }
+  void save(state_writer& w) const {
+    call c{call::save};
+    c.out = &w;
+    if (fn_) fn_(c);
+  }
+  void load(state_reader& r) const {
+    call c{call::load};
+    c.in = &r;
+    if (fn_) fn_(c);
+  }
+
+ private:
+  struct call {
+    enum op_t : std::uint8_t { run, save, load, query } op;
+    unsigned char* data = nullptr;
+    exchange_comm* comm = nullptr;
+    state_writer* out = nullptr;
+    state_reader* in = nullptr;
+    bool stateful = false;
+  };
+  std::function<void(call&)> fn_;
+};
 using exchange_factory = std::function<bucket_exchange(const param_list&, const exchange_context&)>;
 
 // Bytes (the all-reduce equivalent) for `elements` elements of tensor t, shape known.

@@ -83,7 +83,8 @@ TEST_CASE("every registered compressor trains the MLP; final loss against lossle
   const auto base = train_with(c, with_compressor(p, compression_value{}));
   REQUIRE(base.final_loss < 0.3);  // lossless trains (from ~2.5)
   // Measured at 2 and 4 ranks (final loss / lossless, printed below): int8 1.000/1.000, qsgd
-  // 0.995/0.991, nuqsgd 1.000/1.004, topk 10 % 1.006/1.006, powersgd rank 4 1.012/1.010,
+  // 0.995/0.991, nuqsgd 1.000/1.004, alq 1.002 and amq 1.000 (2 ranks, refit every 20 steps at
+  // first), topk 10 % 1.006/1.006, powersgd rank 4 1.012/1.010,
   // accordion_topk 1.000/1.000, accordion_int8 1.000/1.000: within 2 %. The others lag at 200
   // steps (error feedback delivers what they hold back later, so they still converge):
   // randomk 10 % 1.053/1.053, powersgd rank 1 1.093/1.085, accordion_powersgd rank 4/2
@@ -92,6 +93,8 @@ TEST_CASE("every registered compressor trains the MLP; final loss against lossle
       {"int8", {1024, 0, 0}, 1.02, ""},
       {"qsgd", {7, 8192, 0}, 1.02, ""},
       {"nuqsgd", {7, 8192, 0}, 1.02, ""},
+      {"alq", {7, 8192, 20}, 1.02, ""},
+      {"amq", {7, 8192, 20}, 1.02, ""},
       {"topk", {0.1, 0, 0}, 1.02, ""},
       {"powersgd", {4, 10, 2}, 1.02, ""},
       {"accordion_topk", {0.99, 0.1, 10}, 1.02, ""},
