@@ -57,8 +57,10 @@ template <class State>
 void load_feedback(registry::state_reader& r, State& st, std::size_t n) {
   r.get(st.residual, "residual", n);
   r.get(st.momentum, "momentum", n);
-  if ((!st.residual.empty() && st.residual.size() != n) || (!st.momentum.empty() && st.momentum.size() != n))
-    throw error(r.field(), "residual: " + std::to_string(st.residual.size()) + " elements, the bucket has " + std::to_string(n));
+  for (const auto* v : {&st.residual, &st.momentum})
+    if (!v->empty() && v->size() != n)
+      throw error(r.field(), std::string(v == &st.residual ? "residual" : "momentum") + ": " + std::to_string(v->size()) +
+                                 " elements, the bucket has " + std::to_string(n));
 }
 
 // The packed bucket of an exchange as floats.
