@@ -63,6 +63,10 @@ inline bool looks_like_file(const std::string& s) {
 }
 inline model_spec load_model(const std::string& s) { return looks_like_file(s) ? io::load_model_file(s) : zoo::make_model(s); }
 inline cluster_spec load_cluster(const std::string& s) { return looks_like_file(s) ? io::load_cluster_file(s) : zoo::make_cluster(s); }
+// The embedded learned correction re-ranks the search's best candidates by default only on the
+// kind of cluster it was trained on: MPI (alpha-beta-gamma) clusters. `optimize` and `sample
+// --search` share this rule, so the strategy `sample` writes is `optimize`'s default pick.
+inline bool corrects_by_default(const cluster_spec& c) { return c.backend == collective_backend::mpi; }
 
 inline void write_file(const std::string& path, const std::string& text, const char* what) {
   std::ofstream f(path, std::ios::binary);

@@ -66,7 +66,7 @@ int run_optimize(const optimize_opts& o) {
   if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
   // the embedded correction's features are absolute and it was trained on the alpha-beta-gamma
   // clusters of tests/data/collectives/cases.json: on an NCCL cluster it is opt-in
-  const bool correct = o.force_correction || (!o.no_correction && c.backend == collective_backend::mpi);
+  const bool correct = o.force_correction || (!o.no_correction && corrects_by_default(c));
   if (correct) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
   if (o.budget > 0) opt.max_evaluations = o.budget;
   const bool tty = isatty(STDERR_FILENO) != 0 && !o.json;

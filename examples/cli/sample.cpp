@@ -2,12 +2,15 @@
 // (search::sample, the one sampler `tune` proposes from too: every draw obeys the search's
 // knowledge rules and validates), every
 // baseline of strategy/baselines.hpp with --baselines, and the strategy search::optimize finds
-// (with --seed) with --search, all for the same (scaled) model and cluster. Files:
+// (with --seed; re-ranked by the embedded correction where `optimize` uses it by default) with --search, all for the same (scaled) model and cluster. Files:
 // DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json; one path per line
 // on stdout.
 #include "cli.hpp"
 
+#include <autosync/cost/corrected.hpp>
+#include <autosync/cost/default_correction.hpp>
 #include <autosync/io/json.hpp>
+#include <autosync/learn/dataset.hpp>
 #include <autosync/learn/proposals.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/search/space.hpp>
@@ -25,10 +28,10 @@ namespace {
 
 struct sample_opts {
   std::string model, cluster, out_dir;
-  double scale = 1.0;
+  double scale = 1.0, compute_scale = 1.0;
   int count = 10, max_runs = 8;
   std::uint64_t seed = 1;
-  bool baselines = false, search = false, allow_lossy = false;
+  bool baselines = false, search = false, allow_lossy = false, no_correction = false;
 };
 
 int run_sample(const sample_opts& so) {
@@ -38,7 +41,10 @@ int run_sample(const sample_opts& so) {
   if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");
   if (so.scale != 1.0 && looks_like_file(so.model))
     throw error("--scale", "applies to zoo models only; '" + so.model + "' is a file");
-  const auto m = looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale);
+  if (!(so.compute_scale >= 0.0) || !std::isfinite(so.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
+  // the model as `autosync run --compute-scale X` runs it: FLOPs x X (as `optimize --compute-scale`)
+  const auto m = learn::scaled_compute(
+      looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale), so.compute_scale);
   const auto c = load_cluster(so.cluster);
   std::error_code ec;
   std::filesystem::create_directories(so.out_dir, ec);
@@ -61,6 +67,8 @@ int run_sample(const sample_opts& so) {
     search::options opt;
     opt.seed = so.seed;
     opt.allow_lossy = so.allow_lossy;
+    // as `optimize` picks by default: re-ranked by the embedded correction where it applies
+    if (so.search && !so.no_correction && corrects_by_default(c)) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
     const auto r = search::optimize(m, c, opt);
     if (so.baselines)
       for (const auto& bl : r.baselines) emit(bl.strategy, "baseline-" + bl.name + ".json");
@@ -78,11 +86,15 @@ subcommand add_sample(CLI::App& app) {
   sub->add_option("--scale", so->scale, "scale a zoo model's dim 0 (as `run --scale`)")->capture_default_str();
   sub->add_option("--cluster", so->cluster, "cluster preset name or cluster JSON file")->required();
   sub->add_option("--out-dir", so->out_dir, "directory for the strategy JSON files")->required();
+  sub->add_option("--compute-scale", so->compute_scale,
+                  "cost compute as FLOPs x this, as `run --compute-scale` simulates it (0: no compute, `run`'s default)")
+      ->capture_default_str();
   sub->add_option("--count", so->count, "random strategies to draw")->capture_default_str();
   sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->capture_default_str();
   sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
   sub->add_flag("--baselines", so->baselines, "also write every baseline strategy");
-  sub->add_flag("--search", so->search, "also write the strategy the search finds");
+  sub->add_flag("--search", so->search, "also write the strategy the search finds (as `optimize` finds it by default)");
+  sub->add_flag("--no-correction", so->no_correction, "the search's pick by the analytical model only (as `optimize --no-correction`)");
   sub->add_flag("--allow-lossy", so->allow_lossy, "let draws and search use lossy compression (fp16/bf16)");
   return {sub, [so](program&) { return run_sample(*so); }};
 }

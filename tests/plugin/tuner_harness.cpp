@@ -126,7 +126,11 @@ int expected_algo(const autosync::cost::fabric& f, int coll, double n, int force
         return autosync::cost::corrected_all_reduce(f, tree, n, *correction).time < autosync::cost::corrected_all_reduce(f, ring, n, *correction).time
                    ? pl::algo_tree
                    : pl::algo_ring;
-      return autosync::cost::all_reduce(f, tree, n) < autosync::cost::all_reduce(f, ring, n) ? pl::algo_tree : pl::algo_ring;
+      // NCCL's ring and tree (collective_time: on an alpha-beta-gamma fabric NCCL's tree, not the MPI executor's)
+      return autosync::cost::collective_time(f, autosync::cost::collective_op::all_reduce, topology_kind::tree, n) <
+                     autosync::cost::collective_time(f, autosync::cost::collective_op::all_reduce, topology_kind::ring, n)
+                 ? pl::algo_tree
+                 : pl::algo_ring;
     case pl::reduce_scatter:
     case pl::all_gather:
       if (forced_kind == static_cast<int>(topology_kind::ring)) return pl::algo_ring;
@@ -395,8 +399,8 @@ int main(int argc, char** argv) {
   std::vector<int> corrected(8 * A, 0);
   // ties of the analytical model (2 ranks: ring and tree are one formula) do not count as changes
   auto tie = [](const autosync::cost::fabric& f, double n) {
-    const double r = autosync::cost::all_reduce(f, topology_value{topology_kind::ring}, n);
-    return std::abs(r - autosync::cost::all_reduce(f, topology_value{topology_kind::tree}, n)) <= 1e-9 * r;
+    const double r = autosync::cost::collective_time(f, autosync::cost::collective_op::all_reduce, topology_kind::ring, n);
+    return std::abs(r - autosync::cost::collective_time(f, autosync::cost::collective_op::all_reduce, topology_kind::tree, n)) <= 1e-9 * r;
   };
   int differ = 0, sizes = 0;
   const std::size_t corrected_shapes[][2] = {{8, 1}, {16, 2}, {32, 4}, {64, 8}, {2, 2}};

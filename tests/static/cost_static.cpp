@@ -103,6 +103,7 @@ static_assert(near(colocated_ps_cost(), 0.027));
 
 // The formulas themselves.
 static_assert(cost::ring_all_reduce(1, 1e6, 1.0, 1.0, 1.0) == 0.0);
-static_assert(cost::tree_all_reduce(2, 1000.0, 1.0, 0.5, 0.0) == cost::ring_all_reduce(2, 1000.0, 1.0, 0.5, 0.0));
+static_assert(cost::nccl_tree_all_reduce(2, 1000.0, 1.0, 0.5, 0.0) == cost::ring_all_reduce(2, 1000.0, 1.0, 0.5, 0.0));
+static_assert(cost::tree_all_reduce(2, 1000.0, 1.0, 0.5, 0.0) == 2 * cost::ring_all_reduce(2, 1000.0, 1.0, 0.5, 0.0));
 static_assert(cost::halving_doubling_all_reduce(6, 1000.0, 1.0, 0.0, 0.0) == 2 + 4);  // 2 lg 4 + pre + post
 }  // namespace

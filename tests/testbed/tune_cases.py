@@ -4,7 +4,7 @@
     tests/testbed/tune_cases.py [--autosync build/bin/autosync] [--out tests/data/tune]
                                 [--cases 2x2:resnet50,4x1h:ncf,...] [--budget 30] [--per-round 8]
                                 [--iters 3] [--warmup 1] [--recheck 4] [--lossless]
-                                [--source-dir tests/data/trials] [--modes cold,transfer]
+                                [--source-dir tests/data/trials] [--modes cold,transfer,pick]
 
 For every case (a testbed shape of sweep.py's SHAPES and a zoo model, scaled as the sweep scales
 it) it brings the testbed up and runs `autosync tune --runner testbed:NAME` twice:
@@ -13,6 +13,13 @@ it) it brings the testbed up and runs `autosync tune --runner testbed:NAME` twic
             with a correction fitted on the trials so far
   transfer  the same, with the sweep's records of every other (model, cluster) joining every
             fit (--source; `autosync tune` drops the target's own group from the source)
+
+  pick      no tuning: `autosync optimize`'s default pick (no trials, the embedded learned
+            correction re-ranking the search's best candidates; written by `autosync sample
+            --search --compute-scale 0`: lossless, as `optimize` without --allow-lossy, and for
+            the runs' own setting, no simulated compute) against every baseline, each measured --recheck times, alternating, 5
+            iterations per run; speedup = the best baseline's median / the pick's median. This is
+            the figure a user who never runs a trial gets.
 
 Lossy compression (fp16/bf16) is in the proposals unless --lossless: AutoSync's space had its
 fp16 compressors too. Records go to OUT/<cluster>-<model>-<mode>.jsonl (a rerun resumes them).
@@ -27,6 +34,7 @@ Root only (network namespaces); the testbed is always torn down.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -68,6 +76,7 @@ class Cases:
         self.work = Path(tempfile.mkdtemp(prefix="autosync-tune-"))
         self.name = None
         self.rows = []
+        self.speedups = {}  # mode: [speedup of each case]
 
     def log(self, line):
         with open(self.out / "tune.log", "a") as f:
@@ -104,11 +113,49 @@ class Cases:
             raise SystemExit(f"tune_cases: recheck run failed:\n{r.stdout[-2000:]}")
         return median_sync(json.loads(rec_path.read_text()))
 
+    def pick(self, shape, model, scale, np_, rph):
+        d = self.work / f"pick-{model}"
+        subprocess.run(["rm", "-rf", str(d)], check=True)
+        t0 = time.monotonic()
+        r = run([self.a.autosync, "sample", "--model", model, "--scale", str(scale), "--cluster", str(self.work / "cluster.json"),
+                 "--out-dir", str(d), "--count", "0", "--baselines", "--search", "--compute-scale", "0"])
+        # lossless, as `optimize` by default; for no compute, as the runs below simulate none
+        if r.returncode != 0:
+            raise SystemExit(f"tune_cases: sample failed:\n{r.stdout[-2000:]}")
+        files = [Path(f) for f in r.stdout.split()]
+        strategies = {f.stem: json.loads(f.read_text()) for f in files}
+        times = {k: [] for k in strategies}
+        for _ in range(self.a.recheck):
+            for k, st in strategies.items():
+                times[k].append(self.measure(st, model, scale, np_, rph))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        bases = {k: v for k, v in med.items() if k.startswith("baseline-")}
+        best_base = min(bases, key=bases.get)
+        mp, mb = med["autosync"], bases[best_base]
+        groups = strategies["autosync"].get("groups", [])
+
+        def aspect(g):
+            t = g.get("topology", "ring")
+            t = t if isinstance(t, str) else f"{t['kind']}<{t.get('intra', '')},{t.get('inter', '')}>"
+            cap = g.get("fusion", {}).get("cap_bytes", 0)
+            return f"{g.get('architecture', 'all_reduce')}/{t}/{cap >> 20 if cap < 1 << 62 else 'inf'}MiB"
+
+        row = (f"{shape:5} {model:9} pick     {len(groups):3} groups [{' '.join(aspect(g) for g in groups[:3])}{' ...' if len(groups) > 3 else ''}]  best baseline {best_base[9:]:22} {mb * 1e3:8.1f} ms  "
+               f"pick {mp * 1e3:8.1f} ms  speedup {mb / mp:4.2f}x  (every baseline: "
+               + ", ".join(f"{k[9:]} {v * 1e3:.1f}" for k, v in sorted(bases.items(), key=lambda kv: kv[1]))
+               + f" ms)  [{time.monotonic() - t0:5.0f} s]")
+        self.rows.append(row)
+        self.speedups.setdefault("pick", []).append(mb / mp)
+        self.log(row)
+
     def case(self, shape, model):
         cluster, np_, rph = self.up(shape)
         scale = model_scale(model, SHAPES[shape][2])
         sources = sorted(str(p) for p in Path(self.a.source_dir).glob("*.jsonl"))
         for mode in self.a.modes.split(","):
+            if mode == "pick":
+                self.pick(shape, model, scale, np_, rph)
+                continue
             records = self.out / f"{cluster}-{model}-{mode}.jsonl"
             cmd = [self.a.autosync, "tune", "--model", model, "--scale", str(scale), "--cluster", str(self.work / "cluster.json"),
                    "--np", str(np_), "--ranks-per-node", str(rph), "--records", str(records), "--runner", f"testbed:{self.name}",
@@ -119,7 +166,7 @@ class Cases:
             if mode == "transfer":
                 cmd += ["--source", *sources]
             elif mode != "cold":
-                raise SystemExit(f"tune_cases: unknown mode '{mode}' (cold, transfer)")
+                raise SystemExit(f"tune_cases: unknown mode '{mode}' (cold, transfer, pick)")
             t0 = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=dict(os.environ, AUTOSYNC_TESTBED=str(TESTBED), AUTOSYNC_TIMEOUT_S="60"))
@@ -154,6 +201,7 @@ class Cases:
                    f"({final:4.2f}x, 95 % after {reach:3} trials)  recheck: {best_base['strategy']['name'][9:]:22} {mb * 1e3:8.1f} ms  "
                    f"tuned {mt * 1e3:8.1f} ms  speedup {mb / mt:4.2f}x  [{time.monotonic() - t0:5.0f} s]")
             self.rows.append(row)
+            self.speedups.setdefault(mode, []).append(mb / mt)
             self.log(row)
         self.down()
 
@@ -171,7 +219,9 @@ class Cases:
         finally:
             self.down()
             subprocess.run(["rm", "-rf", str(self.work)])
-        self.log("# summary\n" + "\n".join(self.rows))
+        geo = [f"{m}: geomean {math.exp(statistics.fmean(math.log(x) for x in v)):.3f}x, min {min(v):.3f}x over {len(v)} cases"
+               for m, v in self.speedups.items()]
+        self.log("# summary\n" + "\n".join(self.rows + geo))
 
 
 def main():
@@ -187,7 +237,7 @@ def main():
     ap.add_argument("--recheck", type=int, default=4)
     ap.add_argument("--lossless", action="store_true", help="no fp16/bf16 compression in the proposals")
     ap.add_argument("--source-dir", default=str(root / "tests" / "data" / "trials"))
-    ap.add_argument("--modes", default="cold,transfer")
+    ap.add_argument("--modes", default="cold,transfer", help="any of cold, transfer, pick")
     a = ap.parse_args()
     a.autosync = str(Path(a.autosync).resolve())
     if not os.access(a.autosync, os.X_OK):

@@ -51,7 +51,8 @@ TEST_CASE("collective features: one all-reduce row by hand") {
   // NCCL's tree: 2((g-1) 2 us + ceil(lg 2) 5 us) + max(chain 2 n 1e-11, net 1.0 n 1e-10) + n gamma
   const double tree_lat = 2.0 * (2e-6 + 5e-6), tree = tree_lat + n * 1e-10 + n * 1e-11;
   CHECK(cost::all_reduce(f, topology_value{topology_kind::ring}, n) == Approx(ring).epsilon(1e-12));
-  CHECK(cost::all_reduce(f, topology_value{topology_kind::tree}, n) == Approx(tree).epsilon(1e-12));
+  CHECK(cost::nccl_tree_all_reduce(f, n) == Approx(tree).epsilon(1e-12));
+  CHECK(cost::collective_time(f, cost::collective_op::all_reduce, topology_kind::tree, n) == Approx(tree).epsilon(1e-12));
   const double bound = 2.0 * 0.5 * n * 1e-10;  // the node cut: 2(N-1)/N n beta_nic
   const double floor = tree_lat + 8.0 * 1e-10 + 8.0 * 1e-11;  // the tree of 8 bytes
   const double bdp = (n / bound) * floor;                     // 10 GB/s x the floor
@@ -213,7 +214,7 @@ TEST_CASE("collective correction: analytical x exp(prediction); width and non-fi
   CHECK(cost::corrected_all_reduce(f, topology_value{topology_kind::ring}, 65536, constant_correction{0.5f}).time == r.time);
   CHECK(cost::corrected_all_reduce(f, topology_value{topology_kind::tree}, 65536, half).estimate.topology == topology_kind::tree);
   CHECK(cost::corrected_all_reduce(f, topology_value{topology_kind::tree}, 65536, none).time ==
-        cost::all_reduce(f, topology_value{topology_kind::tree}, 65536));
+        cost::collective_time(f, cost::collective_op::all_reduce, topology_kind::tree, 65536));
 
   auto field_of = [](auto&& fn) {
     try {

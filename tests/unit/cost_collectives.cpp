@@ -60,15 +60,31 @@ TEST_CASE("halving-doubling (Rabenseifner), power of two and not") {
   CHECK(halving_doubling_all_reduce(16, n, a, b, g) < ring_all_reduce(16, n, a, b, g));
 }
 
-TEST_CASE("double binary tree (NCCL)") {
-  CHECK(tree_all_reduce(2, n, a, b, g) == Approx(ring_all_reduce(2, n, a, b, g)));  // degenerate: one exchange
-  CHECK(tree_all_reduce(4, n, a, b, g) == Approx(8 + 20 + 1));
-  CHECK(tree_all_reduce(8, n, a, b, g) == Approx(12 + 20 + 1));
-  CHECK(tree_all_reduce(16, n, a, b, g) == Approx(16 + 20 + 1));
-  CHECK(tree_all_reduce(6, n, a, b, g) == Approx(12 + 20 + 1));  // ceil(lg 6) = 3
-  CHECK(tree_reduce(4, n, a, b, g) == Approx(4 + 10 + 1));
-  CHECK(tree_broadcast(4, n, a, b) == Approx(4 + 10));
-  CHECK(tree_reduce(8, n, a, b, g) + tree_broadcast(8, n, a, b) == Approx(tree_all_reduce(8, n, a, b, g)));
+TEST_CASE("double binary tree: NCCL's, and the CPU executor's") {
+  // NCCL's (what NCCL logs measure; collective_features prices it): 2 ceil(lg p) a + 2 n b + n g
+  CHECK(nccl_tree_all_reduce(2, n, a, b, g) == Approx(ring_all_reduce(2, n, a, b, g)));  // degenerate: one exchange
+  CHECK(nccl_tree_all_reduce(4, n, a, b, g) == Approx(8 + 20 + 1));
+  CHECK(nccl_tree_all_reduce(8, n, a, b, g) == Approx(12 + 20 + 1));
+  CHECK(nccl_tree_all_reduce(6, n, a, b, g) == Approx(12 + 20 + 1));  // ceil(lg 6) = 3
+  // The executor's (exec/collectives/tree.hpp): per tree a half h = 500 in one chunk; the
+  // pipeline takes depth periods (chunks + depth - 1 = depth); p >= 4: the busiest rank does 3
+  // operations per chunk (3 (a + h b) = 21) and sums 2 (2 h g = 1) on the way up.
+  CHECK(tree_all_reduce(2, n, a, b, g) == Approx(2 * ((2 + 5 + 0.5) + (2 + 5))));  // one op per chunk, one phase each way
+  CHECK(tree_all_reduce(2, n, a, b, 0.0) == Approx(2 * ring_all_reduce(2, n, a, b, 0.0)));  // the two trees one after the other
+  CHECK(tree_all_reduce(3, n, a, b, g) == Approx(2 * (2 * (2 * 7 + 0.5) + 2 * (2 * 7))));  // depth 2, 2 ops, 1 child
+  CHECK(tree_all_reduce(4, n, a, b, g) == Approx(2 * (2 * 22 + 2 * 21)));                // depth 2
+  CHECK(tree_all_reduce(8, n, a, b, g) == Approx(2 * (3 * 22 + 3 * 21)));                // depth 3
+  CHECK(tree_all_reduce(6, n, a, b, g) == Approx(tree_all_reduce(8, n, a, b, g)));       // ceil(lg 6) = 3
+  CHECK(tree_all_reduce(16, n, a, b, g) == Approx(2 * (4 * 22 + 4 * 21)));
+  // reduce-scatter: the reduce up, then the scatter down level by level (2 a + 2 (3/4) h b = 11.5)
+  CHECK(tree_reduce(4, n, a, b, g) == Approx(2 * (44 + 11.5)));
+  CHECK(tree_broadcast(4, n, a, b) == Approx(2 * (11.5 + 42)));
+  // long vectors: chunks of tree_chunk_bytes, 6 n b + 2 n g at p >= 4 (three times the ring's 2 n b)
+  const double big = 1e9;
+  CHECK(tree_all_reduce(8, big, 0.0, 1e-9, 0.0) == Approx(6.0).epsilon(2e-3));
+  CHECK(tree_all_reduce(8, big, 0.0, 0.0, 1e-9) == Approx(2.0).epsilon(2e-3));
+  // chunks: 3 chunks of 2^17 bytes in a half of 3 x 2^17, plus depth - 1 = 2 periods of fill
+  CHECK(tree_all_reduce(4, 6.0 * tree_chunk_bytes, 0.0, 1.0, 0.0) == Approx(2 * 2 * (3 + 1) * 3 * tree_chunk_bytes));
 }
 
 TEST_CASE("broadcast and reduce pick the faster classic algorithm") {
@@ -89,9 +105,10 @@ TEST_CASE("hierarchical<intra, inter>") {
   CHECK(hierarchical<topology_kind::ring, topology_kind::ring>::all_reduce(4, 2, n, intra, inter, 0.0) == Approx(20));
   CHECK(hierarchical<topology_kind::ring, topology_kind::ring>::reduce_scatter(4, 2, n, intra, inter, 0.0) == Approx(3.75 + 5 + 1.25));
   CHECK(hierarchical<topology_kind::ring, topology_kind::ring>::all_gather(4, 2, n, intra, inter) == Approx(5 + 1.25 + 3.75));
-  // tree inside: reduce-up and broadcast-down halves, 2 + 1 each at g = 4
+  // tree inside: the executor's tree reduce-scatter and all-gather at g = 4, each
+  // 2 (2 periods x 3 (1 + 0.5) + level by level 2 + 2 (3/4) 500 0.001) = 23.5
   CHECK(hierarchical_all_reduce(topology_kind::tree, topology_kind::halving_doubling, 4, 2, n, intra, inter, 0.0) ==
-        Approx(3 + 12.5 + 3));
+        Approx(23.5 + 12.5 + 23.5));
   // one node: only the intra level is left
   CHECK(hierarchical_all_reduce(topology_kind::ring, topology_kind::ring, 4, 1, n, intra, inter, 0.0) ==
         Approx(ring_all_reduce(4, n, 1, 0.001, 0.0)));
@@ -169,9 +186,10 @@ TEST_CASE("collectives on a fabric") {
   CHECK(all_reduce(f, topology_value{topology_kind::ring}, S) == Approx(ring_all_reduce(8, S, 5e-6, 1.0 / 20e9, f.gamma)));
   CHECK(all_reduce(f, topology_value{topology_kind::halving_doubling}, S) ==
         Approx(halving_doubling_all_reduce(8, S, 5e-6, 4.0 / 20e9, f.gamma)));
-  // NCCL's tree: 2((g-1) a_intra + lg N a_nic) + max(2 S b_intra, 1 * S b_nic) + S gamma
-  CHECK(all_reduce(f, topology_value{topology_kind::tree}, S) ==
-        Approx(2 * (3 * 1e-6 + 1 * 5e-6) + std::max(2 * S * 1e-11, S / 20e9) + S * f.gamma));
+  // the executor's tree spans all 8 ranks, each operation on the slowest link (one flow)
+  CHECK(all_reduce(f, topology_value{topology_kind::tree}, S) == Approx(tree_all_reduce(8, S, 5e-6, 1.0 / 20e9, f.gamma)));
+  // NCCL's tree (collective_features): 2((g-1) a_intra + lg N a_nic) + max(2 S b_intra, 1 * S b_nic) + S gamma
+  CHECK(nccl_tree_all_reduce(f, S) == Approx(2 * (3 * 1e-6 + 1 * 5e-6) + std::max(2 * S * 1e-11, S / 20e9) + S * f.gamma));
   const topology_value hier{topology_kind::hierarchical, topology_kind::ring, topology_kind::ring};
   CHECK(all_reduce(f, hier, S) ==
         Approx(ring_reduce_scatter(4, S, 1e-6, 1e-11, f.gamma) + ring_all_reduce(2, S / 4, 5e-6, 4.0 / 20e9, f.gamma) +

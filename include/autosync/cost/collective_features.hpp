@@ -93,7 +93,9 @@ inline void validate(const collective& c) {
                                  std::string(name_of(c.op)) + " (tree: all_reduce only; pat: reduce_scatter and all_gather only)");
 }
 
-// The model's time of `op` over `n` bytes with flat topology `k` on f.
+// The model's time of NCCL's `op` over `n` bytes with flat topology `k` on f. On an
+// alpha-beta-gamma fabric, NCCL's tree is fabric.hpp's nccl_tree_all_reduce, not the MPI
+// executor's tree that cost::all_reduce prices (ring and halving-doubling are the same formulas).
 [[nodiscard]] constexpr double collective_time(const fabric& f, collective_op op, topology_kind k, double n) noexcept {
   const topology_value t{k};
   switch (op) {
@@ -101,6 +103,7 @@ inline void validate(const collective& c) {
     case collective_op::all_gather: return all_gather(f, t, n);
     case collective_op::all_reduce: break;
   }
+  if (k == topology_kind::tree && !f.nccl) return nccl_tree_all_reduce(f, n);
   return all_reduce(f, t, n);
 }
 

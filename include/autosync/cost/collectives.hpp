@@ -34,15 +34,36 @@
 //   n/p block (alpha + n/p beta); all-gather alone starts with the extra rank handing its
 //   block to the partner (alpha + n/p beta) and ends with the whole vector (alpha + n beta).
 //
-//   tree (NCCL's double binary tree, Sanders, Speck & Träff 2009; NCCL 2.4): the vector is
-//   split in two halves, each reduced up one binary tree and broadcast down it, pipelined in
-//   chunks; every rank is an inner node of at most one tree. Pipelined, a step costs its
-//   latency once per tree level and the slowest rank moves 2n bytes (it forwards n/2 up and
-//   2 x n/2 down in its inner tree, n/2 up in its leaf tree):
-//     all_reduce = 2 ceil(lg p) alpha + 2 n beta + n gamma            (p > 2)
-//   which is NCCL's own tree model (algbw = busbw / 2, latency per tree level). With p = 2
-//   the trees degenerate to one exchange and the cost equals the ring's. The reduce-up and
-//   broadcast-down halves are `tree_reduce` and `tree_broadcast` (hierarchical intra phase).
+//   NCCL's double binary tree (Sanders, Speck & Traeff 2009; NCCL 2.4), what an NCCL log's
+//   tree rows measure: the vector is split in two halves, each reduced up one binary tree and
+//   broadcast down it, pipelined in chunks, sends and receives at once; every rank is an inner
+//   node of at most one tree. A step costs its latency once per tree level and the slowest
+//   rank moves 2n bytes (it forwards n/2 up and 2 x n/2 down in its inner tree, n/2 up in its
+//   leaf tree):
+//     nccl_tree_all_reduce = 2 ceil(lg p) alpha + 2 n beta + n gamma      (p > 2)
+//   NCCL's own tree model (algbw = busbw / 2, latency per tree level). With p = 2 the trees
+//   degenerate to one exchange and the cost equals the ring's. cost/collective_features.hpp
+//   prices NCCL's tree on an alpha-beta-gamma cluster with it.
+//
+//   tree (the double binary tree as the CPU executor runs it, exec/collectives/tree.hpp; NCCL's
+//   two trees, Sanders, Speck & Traeff 2009: every rank an inner node of at most one). Half of
+//   the vector runs on each tree, one tree after the other. All-reduce: the half is reduced up,
+//   then broadcast down, in chunks of tree_chunk_bytes with blocking sends and receives, so a
+//   rank does one chunk's operations one after another (up: receive and sum from each child,
+//   then send to the parent; down: receive from the parent, then send to each child). Each
+//   phase is a pipeline: one period per chunk plus depth - 1 periods of the largest chunk to fill
+//   and drain it, a period being the busiest rank's work on one chunk of c bytes:
+//     up:   ops (alpha + c beta) + kids c gamma          down:   ops (alpha + c beta)
+//   ops = 3, kids = 2 for p >= 4 (an inner node: two children and a parent); ops = 2, kids = 1
+//   for p = 3; ops = 1, kids = 1 for p = 2; depth = ceil(lg p). For long vectors
+//     all_reduce -> 6 n beta + 2 n gamma   (p >= 4; p = 2: 2 n beta + n gamma)
+//   three times the ring's bandwidth term: the price of blocking operations, which NCCL's
+//   tree does not pay (it sends and receives at once: 2 n beta; cost/nccl_model.hpp prices NCCL
+//   clusters). Reduce-scatter is the reduce-up, then a scatter down; all-gather a gather up,
+//   then the broadcast down. Scatter and gather move each subtree's blocks whole, level by
+//   level: ceil(lg p) alpha + 2 (p-1)/p h beta for a half of h bytes (the busiest rank sends or
+//   receives its two subtrees' blocks one after the other). `tree_reduce` / `tree_broadcast`
+//   are those two (a hierarchical<tree, X> intra phase).
 //
 //   broadcast / reduce (MPICH, Thakur et al. 2005 §4.1/§4.5): binomial tree
 //     ceil(lg p)(alpha + n beta [+ n gamma]); for long vectors van de Geijn's
@@ -133,24 +154,64 @@ namespace detail {
   return (alpha + n * (beta + gamma)) + core + (alpha + n * beta);
 }
 
-// --- double binary tree (NCCL) ----------------------------------------------------------------
+// --- NCCL's double binary tree ----------------------------------------------------------------
 // Bytes the busiest rank sends per byte of the vector, and bytes it sums.
-[[nodiscard]] constexpr double tree_bandwidth_factor(int p) noexcept { return p <= 2 ? 2.0 * detail::frac(p) : 2.0; }
-[[nodiscard]] constexpr double tree_reduce_factor(int p) noexcept { return p <= 2 ? detail::frac(p) : 1.0; }
+[[nodiscard]] constexpr double nccl_tree_bandwidth_factor(int p) noexcept { return p <= 2 ? 2.0 * detail::frac(p) : 2.0; }
+[[nodiscard]] constexpr double nccl_tree_reduce_factor(int p) noexcept { return p <= 2 ? detail::frac(p) : 1.0; }
+[[nodiscard]] constexpr double nccl_tree_all_reduce(int p, double n, double alpha, double beta, double gamma) noexcept {
+  if (p <= 1) return 0.0;
+  return 2.0 * ceil_log2(p) * alpha + nccl_tree_bandwidth_factor(p) * n * beta + nccl_tree_reduce_factor(p) * n * gamma;
+}
+
+// --- double binary tree, as the CPU executor runs it ----------------------------------------
+// exec/collectives/tree.hpp's tree_chunk_bytes: the pipeline's chunk.
+inline constexpr double tree_chunk_bytes = 131072.0;
+namespace detail {
+// The busiest rank of one tree on p ranks: operations per chunk and children it sums.
+struct tree_busiest {
+  int ops = 0, kids = 0;
+};
+[[nodiscard]] constexpr tree_busiest tree_busy(int p) noexcept {
+  if (p >= 4) return {3, 2};
+  if (p == 3) return {2, 1};
+  return {1, 1};
+}
+// One pipelined phase over a half of h bytes (gamma: 0 for the broadcast down): every chunk's
+// period, full chunks of tree_chunk_bytes and the rest, plus depth - 1 periods of the largest
+// chunk to fill and drain the pipeline (monotone in h).
+// The chunks' periods sum to chunks x ops alpha + h (ops beta + kids gamma).
+[[nodiscard]] constexpr double tree_pipeline(int p, double h, double alpha, double beta, double gamma) noexcept {
+  if (p <= 1 || !(h > 0.0)) return 0.0;
+  const auto b = tree_busy(p);
+  const double full = static_cast<double>(static_cast<long long>(h / tree_chunk_bytes));  // floor, h > 0
+  const double chunks = full + (h > full * tree_chunk_bytes ? 1.0 : 0.0);
+  const double largest = full > 0.0 ? tree_chunk_bytes : h;
+  const double per_byte = b.ops * beta + b.kids * gamma;
+  return chunks * b.ops * alpha + h * per_byte + (ceil_log2(p) - 1) * (b.ops * alpha + largest * per_byte);
+}
+// One unchunked scatter down or gather up of a half of h bytes, level by level.
+[[nodiscard]] constexpr double tree_level_by_level(int p, double h, double alpha, double beta) noexcept {
+  if (p <= 1 || !(h > 0.0)) return 0.0;
+  return ceil_log2(p) * alpha + 2.0 * frac(p) * h * beta;
+}
+}  // namespace detail
 
 [[nodiscard]] constexpr double tree_all_reduce(int p, double n, double alpha, double beta, double gamma) noexcept {
   if (p <= 1) return 0.0;
-  return 2.0 * ceil_log2(p) * alpha + tree_bandwidth_factor(p) * n * beta + tree_reduce_factor(p) * n * gamma;
+  const double h = 0.5 * n;
+  return 2.0 * (detail::tree_pipeline(p, h, alpha, beta, gamma) + detail::tree_pipeline(p, h, alpha, beta, 0.0));
 }
-// The reduce-up half of the pipelined double binary tree (the root(s) end with the sum).
+// Reduce-scatter on the trees: the reduce up, then the scatter down.
 [[nodiscard]] constexpr double tree_reduce(int p, double n, double alpha, double beta, double gamma) noexcept {
   if (p <= 1) return 0.0;
-  return ceil_log2(p) * alpha + 0.5 * tree_bandwidth_factor(p) * n * beta + tree_reduce_factor(p) * n * gamma;
+  const double h = 0.5 * n;
+  return 2.0 * (detail::tree_pipeline(p, h, alpha, beta, gamma) + detail::tree_level_by_level(p, h, alpha, beta));
 }
-// The broadcast-down half.
+// All-gather on the trees: the gather up, then the broadcast down.
 [[nodiscard]] constexpr double tree_broadcast(int p, double n, double alpha, double beta) noexcept {
   if (p <= 1) return 0.0;
-  return ceil_log2(p) * alpha + 0.5 * tree_bandwidth_factor(p) * n * beta;
+  const double h = 0.5 * n;
+  return 2.0 * (detail::tree_level_by_level(p, h, alpha, beta) + detail::tree_pipeline(p, h, alpha, beta, 0.0));
 }
 
 // --- broadcast / reduce (rooted) ---------------------------------------------------------------

@@ -29,10 +29,9 @@
 //                                                  it over the NICs as channels)
 //                            halving_doubling  g  (in the cross-node steps every rank of the
 //                                                  node exchanges with a rank on another node)
-//                          tree: NCCL's shape, a chain inside each node and the double binary
-//                          tree across nodes (tuning.cc: latency 2((g-1) alpha_intra +
-//                          ceil(lg N) alpha_nic)), the pipeline runs at its slowest stage:
-//                            2 n intra.beta (chain)  vs  tree_bandwidth_factor(N) n inter.beta
+//                            tree              1  (the executor's trees span every rank, one
+//                                                  operation at a time per rank: each of the
+//                                                  busiest rank's operations may cross nodes)
 //   hierarchical<I, O>     I on g ranks over `intra`; O on N nodes for n/g bytes, g of them
 //                          side by side, each on flow link {inter.alpha,
 //                          max(intra.beta, g x inter.beta)} (a rank's bytes also cross its own
@@ -183,19 +182,6 @@ struct fabric {
 namespace detail {
 [[nodiscard]] constexpr int flows_of(topology_kind k, int g) noexcept { return k == topology_kind::halving_doubling ? g : 1; }
 
-// NCCL's multi-node tree: chain inside the node, double binary tree across nodes. `half`:
-// 0 whole all-reduce, 1 reduce-up half, 2 broadcast-down half.
-[[nodiscard]] constexpr double multinode_tree(const fabric& f, double n, int half) noexcept {
-  const double lat = ((f.g - 1) * f.intra.alpha + ceil_log2(f.nodes) * f.inter.alpha) * (half == 0 ? 2.0 : 1.0);
-  const double chain = f.g > 1 ? 2.0 * n * f.intra.beta : 0.0;
-  const double net = tree_bandwidth_factor(f.nodes) * n * f.inter.beta;
-  const double bw = std::max(chain, net) * (half == 0 ? 1.0 : 0.5);
-  const double red = half == 2 ? 0.0 : tree_reduce_factor(f.p) * n * f.gamma;
-  return lat + bw + red;
-}
-}  // namespace detail
-
-namespace detail {
 // The NCCL algorithms a topology steers NCCL to (halving_doubling and hierarchical levels: its choice).
 [[nodiscard]] constexpr unsigned nccl_allowed(topology_kind k) noexcept {
   switch (k) {
@@ -228,7 +214,6 @@ namespace detail {
   if (t.kind == topology_kind::hierarchical)
     return hierarchical_all_reduce(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
   if (f.nodes <= 1) return all_reduce(t.kind, f.p, n, f.intra, f.gamma);
-  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 0);
   return all_reduce(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)), f.gamma);
 }
 [[nodiscard]] constexpr double reduce_scatter(const fabric& f, const topology_value& t, double n) noexcept {
@@ -237,7 +222,6 @@ namespace detail {
   if (t.kind == topology_kind::hierarchical)
     return hierarchical_reduce_scatter(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow(), f.gamma);
   if (f.nodes <= 1) return reduce_scatter(t.kind, f.p, n, f.intra, f.gamma);
-  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 1);
   return reduce_scatter(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)), f.gamma);
 }
 [[nodiscard]] constexpr double all_gather(const fabric& f, const topology_value& t, double n) noexcept {
@@ -245,7 +229,6 @@ namespace detail {
   if (f.nccl) return detail::nccl_collective(f, nccl::operation::all_gather, t, n);
   if (t.kind == topology_kind::hierarchical) return hierarchical_all_gather(t.intra, t.inter, f.g, f.nodes, n, f.intra, f.inter_flow());
   if (f.nodes <= 1) return all_gather(t.kind, f.p, n, f.intra);
-  if (t.kind == topology_kind::tree) return detail::multinode_tree(f, n, 2);
   return all_gather(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)));
 }
 // Sparse gradients (architecture all_gather): every rank gathers every other rank's `n`
@@ -255,6 +238,21 @@ namespace detail {
   if (f.p <= 1) return 0.0;
   const link_cost l = f.nodes <= 1 ? f.intra : f.flat(1);
   return ring_all_gather(f.p, f.p * n, l.alpha, l.beta) + (f.p - 1) * n * f.gamma;
+}
+
+// NCCL's tree all-reduce on an alpha-beta-gamma fabric (what an NCCL log's tree rows measure,
+// cost/collective_features.hpp; the MPI executor's own tree is all_reduce's): one node, the
+// double binary tree on `intra`; several, NCCL's shape, a chain inside each node and the double
+// binary tree across nodes (tuning.cc: latency 2((g-1) alpha_intra + ceil(lg N) alpha_nic)),
+// the pipeline at its slowest stage: 2 n intra.beta (chain) vs nccl_tree_bandwidth_factor(N) n
+// inter.beta.
+[[nodiscard]] constexpr double nccl_tree_all_reduce(const fabric& f, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  if (f.nodes <= 1) return nccl_tree_all_reduce(f.p, n, f.intra.alpha, f.intra.beta, f.gamma);
+  const double lat = 2.0 * ((f.g - 1) * f.intra.alpha + ceil_log2(f.nodes) * f.inter.alpha);
+  const double chain = f.g > 1 ? 2.0 * n * f.intra.beta : 0.0;
+  const double net = nccl_tree_bandwidth_factor(f.nodes) * n * f.inter.beta;
+  return lat + std::max(chain, net) + nccl_tree_reduce_factor(f.p) * n * f.gamma;
 }
 
 // The all-reduce lower bound on this fabric (see the header comment).

@@ -137,13 +137,21 @@ struct workspace {
   std::vector<std::uint64_t> heap;
   std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
   std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
-  std::vector<std::size_t> pending_at;
+  std::vector<std::size_t> pending_at, pending_head;
   std::vector<double> queued_at;
   std::vector<double> server_bytes, server_lb, lane_free;
   std::vector<double> nic_free;            // per worker node: when its NICs are free (5); then step 8's suffix sums
   std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
+  // per server: its last transfer's detail::ps_transfer result, reused by the next transfer of
+  // the same bytes and replication (a pure function of them: the same bits); reset per evaluation
+  struct ps_memo {
+    double bytes = -1.0;
+    bool local = false;
+    double t1 = 0.0, t2 = 0.0, t3 = 0.0, bw_part = 0.0;
+  };
+  std::vector<ps_memo> ps_last;
 };
 
 namespace detail {

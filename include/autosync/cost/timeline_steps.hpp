@@ -3,7 +3,7 @@
 //
 //   prepare            1  the groups' aspects, the items of each tensor
 //   fuse_items         3  items in ready order into buckets (the fusion rule); close_bucket
-//                        turns each into its jobs: push_collective (lane 0) or
+//                        turns each into its jobs: fill_collective (lane 0) or
 //                        push_ps_transfers (one per server touched)            (step 4)
 //   order_jobs            jobs in ready order, buckets numbered in ready order
 //   run_lane0          5/6 the collective communicator
@@ -69,36 +69,61 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
   ws.server_bytes.assign(S, 0.0);
   ws.server_lb.assign(S, 0.0);
   ws.touched.clear();
+  ws.ps_last.assign(S, workspace::ps_memo{});
 }
 
-// Step 4 for a parameter-server bucket: one transfer per server the bucket touches, in server
-// order; the bucket's compression is paid once, before its first transfer.
-constexpr void push_ps_transfers(const context& x, workspace& ws, workspace::job j, bool local) {
-  for (std::uint32_t i = j.head, k = 0; k < j.count; ++k, i = ws.next[i]) {
+// Transfer t (a job of ws.jobs) goes B bytes to server sv (detail::ps_transfer), through the
+// server's memo.
+constexpr void fill_ps_transfer(const context& x, workspace& ws, workspace::job& t, std::size_t sv, double B, bool local) {
+  t.lane = 1 + static_cast<int>(sv);
+  t.bytes = static_cast<std::int64_t>(B);
+  auto& memo = ws.ps_last[sv];
+  if (memo.bytes != B || memo.local != local) {
+    double bw_part = 0.0;
+    ps_transfer(x.fab, sv, B, local, t, bw_part);
+    memo = workspace::ps_memo{B, local, t.t1, t.t2, t.t3, bw_part};
+  } else {
+    t.t1 = memo.t1;
+    t.t2 = memo.t2;
+    t.t3 = memo.t3;
+  }
+  ws.server_lb[sv] += memo.bw_part;
+}
+
+// Step 4 for a parameter-server bucket, whose job is ws.jobs.back() (filled but for its
+// server): one transfer per server the bucket touches, in server order; the bucket's
+// compression is paid once, before its first transfer.
+constexpr void push_ps_transfers(const context& x, workspace& ws, bool local) {
+  const std::size_t at = ws.jobs.size() - 1;
+  const auto head = ws.jobs[at].head, count = ws.jobs[at].count;
+  if (count == 1) {  // one item, one server (the bytes as the general path sums them)
+    const auto& it = ws.items[head];
+    fill_ps_transfer(x, ws, ws.jobs[at], static_cast<std::size_t>(it.server),
+                     0.0 + static_cast<double>(std::max<std::int64_t>(it.wire_bytes, 1)), local);
+    return;
+  }
+  for (std::uint32_t i = head, k = 0; k < count; ++k, i = ws.next[i]) {
     const auto sv = static_cast<std::size_t>(ws.items[i].server);
     if (ws.server_bytes[sv] == 0.0) ws.touched.push_back(static_cast<std::uint32_t>(sv));
     ws.server_bytes[sv] += static_cast<double>(std::max<std::int64_t>(ws.items[i].wire_bytes, 1));
   }
   std::sort(ws.touched.begin(), ws.touched.end());
-  for (auto sv : ws.touched) {
-    const double B = ws.server_bytes[sv];
-    workspace::job t = j;
-    t.lane = 1 + static_cast<int>(sv);
-    t.bytes = static_cast<std::int64_t>(B);
-    double bw_part = 0.0;
-    ps_transfer(x.fab, sv, B, local, t, bw_part);
-    ws.server_lb[sv] += bw_part;
-    ws.jobs.push_back(t);
+  const workspace::job bucket = ws.jobs[at];
+  for (std::size_t k = 0; k < ws.touched.size(); ++k) {
+    const auto sv = ws.touched[k];
+    if (k > 0) {
+      ws.jobs.push_back(bucket);
+      ws.jobs.back().comp = 0.0;
+    }
+    fill_ps_transfer(x, ws, ws.jobs.back(), sv, ws.server_bytes[sv], local);
     ws.server_bytes[sv] = 0.0;
-    j.comp = 0.0;
   }
   ws.touched.clear();
 }
 
-// Step 4 for a lane-0 bucket of `wire` bytes: its collective's time (t1, and t2 for sharded),
-// its NIC occupancy, and its bandwidth bound into the tally.
-constexpr void push_collective(const fabric& f, const workspace::group_info& g, workspace& ws, workspace::job j, std::int64_t wire,
-                               tally& tl) {
+// Step 4 for a lane-0 bucket of `wire` bytes, job j: its collective's time (t1, and t2 for
+// sharded), its NIC occupancy, and its bandwidth bound into the tally.
+constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire, tally& tl) {
   const double S_ = static_cast<double>(wire);
   j.lane = 0;
   j.bytes = wire;
@@ -121,7 +146,6 @@ constexpr void push_collective(const fabric& f, const workspace::group_info& g, 
       break;
   }
   tl.lane0_nic += j.nic;
-  ws.jobs.push_back(j);
 }
 
 // Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
@@ -131,7 +155,7 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   if (ob.n == 0) return;
   const auto& g = ws.groups[gi];
   const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
-  workspace::job j;
+  auto& j = ws.jobs.emplace_back();  // filled in place
   j.ready_pos = ob.ready_pos;
   j.ready = x.ready_at[ob.ready_pos];
   j.bucket = tl.buckets++;
@@ -140,8 +164,8 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   j.count = ob.n;
   j.key = g.priority ? (static_cast<std::uint64_t>(ob.min_tensor) << 32) : (std::uint64_t{1} << 63);
   j.comp = ob.comp_flops / flops;
-  if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, j, g.local);
-  else push_collective(x.fab, g, ws, j, ob.wire, tl);
+  if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, g.local);
+  else fill_collective(x.fab, g, j, ob.wire, tl);
   ob = workspace::open_bucket{};
   ob.first = false;
 }
@@ -183,11 +207,19 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
 // The jobs in ready order into ws.sorted (counting sort by ready position; ties keep creation
 // order), buckets renumbered in ready order, each key completed with its job's ready rank.
 constexpr void order_jobs(std::size_t T, workspace& ws, std::uint32_t buckets) {
-  ws.hist.assign(T + 1, 0);
-  for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
-  for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
-  ws.sorted.resize(ws.jobs.size());
-  for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
+  // jobs are created as buckets close, mostly in ready order already (one group always):
+  // then the stable sort is the identity and the buffers swap instead of copying
+  bool in_order = true;
+  for (std::size_t k = 1; k < ws.jobs.size() && in_order; ++k) in_order = ws.jobs[k - 1].ready_pos <= ws.jobs[k].ready_pos;
+  if (in_order) {
+    ws.sorted.swap(ws.jobs);
+  } else {
+    ws.hist.assign(T + 1, 0);
+    for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
+    for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
+    ws.sorted.resize(ws.jobs.size());
+    for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
+  }
   ws.bucket_number.assign(buckets, 0xffffffffu);
   std::uint32_t numbered = 0;
   for (std::uint32_t k = 0; k < ws.sorted.size(); ++k) {
@@ -281,15 +313,18 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   if (ws.pending.size() < S) ws.pending.resize(S);
   if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
   ws.pending_at.assign(S, 0);
+  ws.pending_head.assign(S, 0);
   ws.queued_at.assign(S, 0.0);
   std::uint32_t count = 0;
   for (std::size_t sv = 0; sv < S; ++sv) {
     ws.pending[sv].clear();
     ws.ready_heap[sv].clear();
   }
+  bool fifo = true;  // no priority group among the transfers: each server's queue is in ready order
   for (std::uint32_t q = 0; q < n; ++q)
     if (ws.sorted[q].lane > 0) {
       ws.pending[static_cast<std::size_t>(ws.sorted[q].lane - 1)].push_back(q);
+      fifo = fifo && (ws.sorted[q].key >> 63) != 0;
       ++count;
     }
   ws.nic_free.assign(W, 0.0);
@@ -302,26 +337,38 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       auto& pend = ws.pending[sv];
       auto& heap = ws.ready_heap[sv];
       auto& at = ws.pending_at[sv];
-      if (heap.empty() && at == pend.size()) continue;
+      // queued: pend[head, at) (fifo: the smallest key is pend[head]'s) or the heap's keys
+      const bool queued = fifo ? ws.pending_head[sv] < at : !heap.empty();
+      if (!queued && at == pend.size()) continue;
       // the server's next start: when it is free and its queue has a ready transfer (jobs
       // already queued were ready by the start computed when they were queued)
-      double ts = std::max(ws.lane_free[1 + sv], heap.empty() ? ws.sorted[pend[at]].ready : ws.queued_at[sv]);
+      double ts = std::max(ws.lane_free[1 + sv], queued ? ws.queued_at[sv] : ws.sorted[pend[at]].ready);
       ws.queued_at[sv] = ts;
-      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
-        heap.push_back(ws.sorted[pend[at]].key);
-        std::push_heap(heap.begin(), heap.end(), key_greater{});
-        ++at;
+      std::uint64_t key = 0;
+      if (fifo) {
+        while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) ++at;
+        key = ws.sorted[pend[ws.pending_head[sv]]].key;
+      } else {
+        while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
+          heap.push_back(ws.sorted[pend[at]].key);
+          std::push_heap(heap.begin(), heap.end(), key_greater{});
+          ++at;
+        }
+        key = heap.front();
       }
-      const std::uint64_t key = heap.front();
       if (best == S || ts < best_start || (ts == best_start && key < best_key)) {
         best = sv;
         best_start = ts;
         best_key = key;
       }
     }
-    auto& heap = ws.ready_heap[best];
-    std::pop_heap(heap.begin(), heap.end(), key_greater{});
-    heap.pop_back();
+    if (fifo) {
+      ++ws.pending_head[best];
+    } else {
+      auto& heap = ws.ready_heap[best];
+      std::pop_heap(heap.begin(), heap.end(), key_greater{});
+      heap.pop_back();
+    }
     const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
     const auto& j = ws.sorted[pick];
     const double pushed = best_start + j.comp + j.t1;  // after the local reduce

@@ -240,8 +240,8 @@ struct decision {
   }
   switch (collective) {
     case all_reduce: {
-      d.model_a = cost::all_reduce(f, ring, bytes);
-      d.model_b = cost::all_reduce(f, tree, bytes);
+      d.model_a = cost::collective_time(f, cost::collective_op::all_reduce, topology_kind::ring, bytes);  // NCCL's ring and tree
+      d.model_b = cost::collective_time(f, cost::collective_op::all_reduce, topology_kind::tree, bytes);
       if (want == topology_kind::ring || want == topology_kind::tree) {
         d.algo = *want == topology_kind::ring ? algo_ring : algo_tree;
         d.reason = "strategy";

@@ -12,6 +12,7 @@
 #include <autosync/strategy/descriptor.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -92,7 +93,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
   const auto& t = m.tensors[ti];
   const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
   auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) {
-    sync_item it;
+    auto& it = out.emplace_back();  // filled in place (no copy of a fresh struct through the stack)
     it.tensor = ti;
     it.group = gi;
     it.axis = ax;
@@ -110,7 +111,6 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     }
     it.ready = ready;
     it.sparse = t.sparse;
-    out.push_back(it);
   };
   switch (g.partitioner.kind) {
     case partitioner_kind::none: push(axis, b, e); break;
@@ -209,14 +209,48 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     }
     load[static_cast<std::size_t>(it.server)] += static_cast<double>(it.wire_bytes);
   }
-  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order: sorted
-  // as (-wire bytes, index) pairs (the same order as comparing the items, without the indirection).
-  std::vector<std::pair<std::int64_t, std::size_t>> order;
-  order.reserve(balanced.size());
-  for (auto i : balanced) order.emplace_back(-items[i].wire_bytes, i);
-  std::sort(order.begin(), order.end());
+  // Greedy least-loaded (relative to bandwidth), largest item first, ties by item order. `balanced`
+  // is in item order, so items of equal wire bytes are already in tie order: with few distinct
+  // sizes (a model's shards repeat a handful of shapes) the order is a counting sort by size,
+  // largest first; otherwise a sort of (-wire bytes, index) pairs. The same order either way.
+  std::vector<std::size_t> order(balanced.size());
+  {
+    constexpr std::size_t few = 32;
+    std::vector<std::int64_t> sizes;
+    std::vector<std::uint8_t> kind(balanced.size());
+    std::size_t last = 0;
+    bool counted = true;
+    for (std::size_t k = 0; k < balanced.size() && counted; ++k) {
+      const auto w = items[balanced[k]].wire_bytes;
+      if (last < sizes.size() && sizes[last] == w) {
+        kind[k] = static_cast<std::uint8_t>(last);
+        continue;
+      }
+      last = static_cast<std::size_t>(std::find(sizes.begin(), sizes.end(), w) - sizes.begin());
+      if (last == sizes.size()) {
+        if (sizes.size() == few) counted = false;
+        else sizes.push_back(w);
+      }
+      kind[k] = static_cast<std::uint8_t>(last);
+    }
+    if (counted) {
+      std::array<std::size_t, few> rank{}, start{};  // a size's place from the largest; its first slot
+      for (std::size_t a = 0; a < sizes.size(); ++a)
+        for (std::size_t b = 0; b < sizes.size(); ++b) rank[a] += sizes[b] > sizes[a] ? 1 : 0;  // sizes are distinct
+      std::array<std::size_t, few> count{};
+      for (auto x : kind) ++count[rank[x]];
+      for (std::size_t r = 1; r < sizes.size(); ++r) start[r] = start[r - 1] + count[r - 1];
+      for (std::size_t k = 0; k < balanced.size(); ++k) order[start[rank[kind[k]]]++] = balanced[k];
+    } else {
+      std::vector<std::pair<std::int64_t, std::size_t>> pairs;
+      pairs.reserve(balanced.size());
+      for (auto i : balanced) pairs.emplace_back(-items[i].wire_bytes, i);
+      std::sort(pairs.begin(), pairs.end());
+      for (std::size_t k = 0; k < pairs.size(); ++k) order[k] = pairs[k].second;
+    }
+  }
   const bool one_bw = std::all_of(bw.begin(), bw.end(), [&](double v) { return v == bw[0]; });
-  for (const auto& [neg, i] : order) {
+  for (const auto i : order) {
     auto& it = items[i];
     const double w = static_cast<double>(it.wire_bytes);
     std::size_t best = 0;
