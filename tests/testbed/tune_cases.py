@@ -208,7 +208,7 @@ class Cases:
     def go(self):
         a = self.a
         self.log(f"# tune_cases {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: cases {a.cases}, budget {a.budget}, "
-                 f"per round {a.per_round}, iters {a.iters}, recheck {a.recheck}, lossy {'no' if a.lossless else 'yes'}, "
+                 f"per round {a.per_round}, iters {a.iters}, recheck {a.recheck}, lossy {'no' if a.lossless else 'yes'} (pick: no), "
                  f"modes {a.modes}; load {' '.join(open('/proc/loadavg').read().split()[:3])}; {os.cpu_count()} cores")
         try:
             for c in a.cases.split(","):

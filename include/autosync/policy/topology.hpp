@@ -1,7 +1,8 @@
 // autosync/policy/topology.hpp — slot `topology`: the communication pattern of a collective.
 //
 //   ring               p-1 reduce-scatter steps then p-1 all-gather steps, n/p bytes each
-//   tree               double binary tree (NCCL): reduce up, broadcast down, pipelined
+//   tree               double binary tree (NCCL's shape): reduce up, broadcast down, pipelined
+//                      (on MPI the executor's trees run one after the other, blocking chunks)
 //   halving_doubling   Rabenseifner: recursive halving reduce-scatter + doubling all-gather
 //   hierarchical<I,O>  intra-node reduce-scatter with I, inter-node all-reduce of 1/g with O
 //                      between nodes, intra-node all-gather with I (Horovod/NCCL style)
