@@ -168,42 +168,44 @@ TEST_CASE("schedule: fifo vs priority") {
 }
 
 TEST_CASE("parameter server: round robin vs load balanced vs pinned") {
-  // t0 12000 B, t1..t3 4000 B; 2 workers x 1 device, 2 servers: server time 2 copies x B / 1 MB/s,
+  // t0 12000 B, t1..t3 4000 B; 2 workers x 1 device, 2 servers (NICs 1 MB/s, gamma 1e-7 s/B).
+  // A transfer is the executor's exchange: 2 pushes one after the other, each added on arrival,
+  // then 2 pulls: 2 x 2 x B e-6 + 2 x B e-7 = 4.2 B e-6 (16.8 ms for 4000 B, 50.4 ms for 12000 B);
   // worker NIC time B / 1 MB/s. Ready: t3 2 ms, t2 3, t1 4, t0 5.
   const auto m = tiny_model({3000, 1000, 1000, 1000});
   const auto c = ps_cluster(2, 1, 2);
   group_desc g;
   g.architecture = architecture_kind::parameter_server;
   // A transfer starts when its server is free; the worker NICs carry B x 1e-6 s of it after
-  // their earlier work; it ends at max(start + 2 B e-6, NIC done).
+  // their earlier work; it ends at max(start + 4.2 B e-6, NIC done).
   // round robin: t0,t2 -> s0; t1,t3 -> s1.
-  //   t3/s1 [2,10] (NIC 2-6); t2/s0 [3,11] (NIC 6-10); t1/s1 [10,18] (NIC 10-14);
-  //   t0/s0 [11,35] (NIC 14-26)
+  //   t3/s1 [2,18.8] (NIC 2-6); t2/s0 [3,19.8] (NIC 6-10); t1/s1 [18.8,35.6] (NIC 18.8-22.8);
+  //   t0/s0 [19.8,70.2] (NIC 22.8-34.8)
   const auto rr = run(m, c, uniform_strategy(m, g));
-  CHECK(rr.iteration == Approx(0.035));
+  CHECK(rr.iteration == Approx(0.0702));
   REQUIRE(rr.events.size() == 4);
   CHECK(rr.events[0].lane == 2);
   CHECK(rr.events[0].kind == cost::event_ps_transfer);
   CHECK(rr.events[1].lane == 1);
   CHECK(rr.events[1].start == Approx(0.003));
-  CHECK(rr.events[1].end == Approx(0.011));
-  CHECK(rr.events[3].start == Approx(0.011));
-  CHECK(rr.communication == Approx(0.008 * 3 + 0.024));
-  // load balanced: t0 -> s0; t1, t2, t3 -> s1: t3/s1 [2,10] (NIC 2-6); t0/s0 [5,29] (NIC 6-18);
-  // t2/s1 [10,22] (NIC 18-22: waits for the NICs); t1/s1 [22,30]
+  CHECK(rr.events[1].end == Approx(0.0198));
+  CHECK(rr.events[3].start == Approx(0.0198));
+  CHECK(rr.communication == Approx(0.0168 * 3 + 0.0504));
+  // load balanced: t0 -> s0; t1, t2, t3 -> s1: t3/s1 [2,18.8] (NIC 2-6); t0/s0 [5,55.4] (NIC 6-18);
+  // t2/s1 [18.8,35.6]; t1/s1 [35.6,52.4]
   g.placement = placement_value{placement_kind::load_balanced, 0};
   const auto lb = run(m, c, uniform_strategy(m, g));
-  CHECK(lb.iteration == Approx(0.030));
+  CHECK(lb.iteration == Approx(0.0554));
   REQUIRE(lb.events.size() == 4);
   CHECK(lb.events[1].lane == 1);
   CHECK(lb.events[1].start == Approx(0.005));
-  CHECK(lb.events[1].end == Approx(0.029));
-  CHECK(lb.events[2].end == Approx(0.022));
-  CHECK(lb.events[3].start == Approx(0.022));
-  // pinned to server 0: [2,10] [10,18] [18,26] [26,50]
+  CHECK(lb.events[1].end == Approx(0.0554));
+  CHECK(lb.events[2].end == Approx(0.0356));
+  CHECK(lb.events[3].start == Approx(0.0356));
+  // pinned to server 0: [2,18.8] [18.8,35.6] [35.6,52.4] [52.4,102.8]
   g.placement = placement_value{placement_kind::pinned, 0};
   const auto pin = run(m, c, uniform_strategy(m, g));
-  CHECK(pin.iteration == Approx(0.050));
+  CHECK(pin.iteration == Approx(0.1028));
   for (const auto& e : pin.events) CHECK(e.lane == 1);
   // server-bandwidth bound: 2 x 24000 B / 1 MB/s after the forward
   CHECK(pin.lower_bound == Approx(0.001 + 0.048));
@@ -217,13 +219,15 @@ TEST_CASE("parameter server: local replication") {
   const auto c = ps_cluster(2, 2, 1);
   group_desc g;
   g.architecture = architecture_kind::parameter_server;
-  // none: 4 copies into the server: 16 ms; each worker NIC carries 2 copies: 8 ms
+  // none: 4 ranks push one after the other (4 ms each), each added (0.4 ms), then 4 pulls:
+  // 2 x 16 + 1.6 = 33.6 ms
   const auto none = run(m, c, uniform_strategy(m, g));
-  CHECK(none.iteration == Approx(0.016));
-  // local: 2 copies: 8 ms; + intra reduce (Rabenseifner, g = 2: 0.4 + 0.2 ms) + broadcast 0.4 ms
+  CHECK(none.iteration == Approx(0.0336));
+  // local: 2 node leaders: 2 x 8 + 0.8 = 16.8 ms; + intra reduce (Rabenseifner, g = 2: 0.4 + 0.2
+  // ms) + broadcast 0.4 ms
   g.replication = replication_kind::local;
   const auto local = run(m, c, uniform_strategy(m, g));
-  CHECK(local.iteration == Approx(0.0006 + 0.008 + 0.0004));
+  CHECK(local.iteration == Approx(0.0006 + 0.0168 + 0.0004));
 }
 
 TEST_CASE("compression halves the bytes and adds its compute") {
@@ -281,7 +285,7 @@ TEST_CASE("all_gather for sparse gradients") {
 }
 
 TEST_CASE("groups share lane 0; PS lanes run beside it") {
-  const auto m = tiny_model();
+  const auto m = tiny_model({1000, 1000, 1000, 1000, 1000, 1000, 1000});
   const auto c = ps_cluster(2, 1, 1);
   strategy_desc s = uniform_strategy(m, all_reduce(0));
   group_desc ps;
@@ -291,19 +295,19 @@ TEST_CASE("groups share lane 0; PS lanes run beside it") {
   const auto p = run(m, c, s);
   int lane0 = 0, lane1 = 0;
   for (const auto& e : p.events) (e.lane == 0 ? lane0 : lane1)++;
-  CHECK(lane0 == 3);
+  CHECK(lane0 == 6);
   CHECK(lane1 == 1);
   // lane 0: 2 nodes of 1 device, flat ring on the NICs (alpha 0, beta 1e-6, gamma 1e-7):
-  // 4000e-6 + 2000e-7 = 4.2 ms each: [2,6.2] [6.2,10.4] [10.4,14.6];
-  // t0 on the server: ready 5 ms, 2 copies x 4 ms = 8 ms -> [5,13].
-  // The lanes share each worker's NIC (1 MB/s): three all-reduces of 2(N-1)/N x 4000 B = 4 ms
-  // each plus the push of 4000 B = 4 ms: 16 ms of NIC work, none before 2 ms -> 18 ms.
-  CHECK(p.iteration == Approx(0.018));
+  // 4000e-6 + 2000e-7 = 4.2 ms each, from 2 ms: [2,6.2] ... [23,27.2];
+  // t0 on the server: ready 8 ms, 2 pushes + 2 pulls of 4 ms + 2 additions of 0.4 ms -> [8,24.8].
+  // The lanes share each worker's NIC (1 MB/s): six all-reduces of 2(N-1)/N x 4000 B = 4 ms
+  // each plus the push of 4000 B = 4 ms: 28 ms of NIC work, none before 2 ms -> 30 ms.
+  CHECK(p.iteration == Approx(0.030));
   bool seen = false;
   for (const auto& e : p.events)
     if (e.lane == 1) {
-      CHECK(e.start == Approx(0.005));
-      CHECK(e.end == Approx(0.013));
+      CHECK(e.start == Approx(0.008));
+      CHECK(e.end == Approx(0.0248));
       seen = true;
     }
   CHECK(seen);
@@ -331,40 +335,41 @@ TEST_CASE("parameter server: co-located servers share their node's NICs") {
   CHECK(cost::ps_nic_unit(f, 1, false, 1) == Approx(6e-6));
   CHECK(cost::ps_nic_unit(f, 1, false, 0) == Approx(2e-6));
   // Each transfer: local reduce on 2 ranks (Rabenseifner: 4000 x 1e-7 + 2000 x 1e-7) = 0.6 ms,
-  // local broadcast 4000 x 1e-7 = 0.4 ms; copies 4, own 1, remote 3: server 3 x 4000 x 1e-6 =
-  // 12 ms, worker 4000 x 1e-6 = 4 ms. NIC occupancy: the host node 12 ms (3 pushes in, 3 pulls
-  // out), the other three 4 ms each. All four start at 2 ms and push at 2.6 ms:
-  //   s0: NICs [14.6, 6.6, 6.6, 6.6]    ends max(2.6 + 12, 14.6) + 0.4 = 15.0 ms
-  //   s1: NICs [18.6, 18.6, 10.6, 10.6] ends 19.0 ms
-  //   s2: NICs [22.6, 22.6, 22.6, 14.6] ends 23.0 ms
-  //   s3: NICs [26.6, 26.6, 26.6, 26.6] ends 27.0 ms
-  // Every node's NICs: 12 + 3 x 4 = 24 ms = 2(N-1)/N X beta, the ring all-reduce's node cut.
-  // (Before NICs were per node: one 4 ms NIC slot per transfer and a 16 ms server -> 19 ms.)
+  // local broadcast 4000 x 1e-7 = 0.4 ms; copies 4, own 1, remote 3: the exchange, 3 pushes
+  // of 4 ms one after the other, each added (0.4 ms), then 3 pulls: 25.2 ms. NIC occupancy: the
+  // host node 12 ms (3 pushes in, 3 pulls out), the other three 4 ms each. All four start at
+  // 2 ms and push at 2.6 ms:
+  //   s0: NICs [14.6, 6.6, 6.6, 6.6]    ends max(2.6 + 25.2, 14.6) + 0.4 = 28.2 ms
+  //   s1: NICs [18.6, 18.6, 10.6, 10.6] ends 28.2 ms
+  //   s2: NICs [22.6, 22.6, 22.6, 14.6] ends 28.2 ms
+  //   s3: NICs [26.6, 26.6, 26.6, 26.6] ends 28.2 ms
+  // Every node's NICs: 12 + 3 x 4 = 24 ms = 2(N-1)/N X beta, the ring all-reduce's node cut,
+  // below the serialized exchange.
   const auto p = run(m, c, uniform_strategy(m, g));
   REQUIRE(p.events.size() == 4);
-  const double ends[] = {0.015, 0.019, 0.023, 0.027};
+  const double ends[] = {0.0282, 0.0282, 0.0282, 0.0282};
   for (std::size_t k = 0; k < 4; ++k) {
     CHECK(p.events[k].lane == static_cast<int>(k) + 1);
     CHECK(p.events[k].bytes == 4000);
     CHECK(p.events[k].start == Approx(0.002));
     CHECK(p.events[k].end == Approx(ends[k]));
   }
-  CHECK(p.iteration == Approx(0.027));
+  CHECK(p.iteration == Approx(0.0282));
   CHECK(p.iteration - 0.002 >= cost::nic_occupancy(f, 16000) - 1e-15);  // 24 ms after the bucket is ready
   // lower bound: forward 1 ms + the busiest node's NIC time 24 ms
   CHECK(p.lower_bound == Approx(0.025));
 
-  // without local replication: copies = 8 ranks, own 2, remote 6: server 6 x 4000 x 1e-6 =
-  // 24 ms vs own 2 x 4000 x 1e-7 = 0.8 ms over the device links; worker 2 x 4 ms = 8 ms.
-  // NICs: host 24 ms, others 8 ms; no local reduce/broadcast. s0 [2, 26]; s1 NICs [34, 34, 18, 18]
-  // -> 34; s2 -> 42; s3 -> 50 ms: every node 24 + 3 x 8 = 48 ms = 2 x the node cut (2 ranks per node).
+  // without local replication: copies = 8 ranks, own 2, remote 6: 6 remote senders (4 ms each)
+  // and the host's other rank over its device link (4000 x 1e-7 = 0.4 ms), 7 additions of 0.4 ms:
+  // 2 x 24.4 + 2.8 = 51.6 ms. NICs: host 24 ms, others 8 ms (every node 24 + 3 x 8 = 48 ms);
+  // no local reduce/broadcast: every server [2, 53.6].
   g.replication = replication_kind::none;
   const auto q = run(m, c, uniform_strategy(m, g));
   REQUIRE(q.events.size() == 4);
-  CHECK(q.events[0].end == Approx(0.026));
-  CHECK(q.events[1].end == Approx(0.034));
-  CHECK(q.events[2].end == Approx(0.042));
-  CHECK(q.iteration == Approx(0.050));
+  CHECK(q.events[0].end == Approx(0.0536));
+  CHECK(q.events[1].end == Approx(0.0536));
+  CHECK(q.events[2].end == Approx(0.0536));
+  CHECK(q.iteration == Approx(0.0536));
 }
 
 TEST_CASE("parameter server: a co-located server on one node moves nothing through the NIC") {
@@ -383,8 +388,8 @@ TEST_CASE("parameter server: a co-located server on one node moves nothing throu
   CHECK(local.iteration == Approx(0.002 + 0.007 + 0.005));
 }
 
-TEST_CASE("parameter server: dedicated CPU servers beat the node cut (autosync-b-ps)") {
-  // BytePS's point, by hand. autosync-b-ps: 4 nodes x 4 T4 (PCIe 10 GB/s, alpha 10/14/0.47 us;
+TEST_CASE("parameter server: dedicated CPU servers, as the executor runs them (autosync-b-ps)") {
+  // BytePS's point, by hand, and why the executor does not reach it. autosync-b-ps: 4 nodes x 4 T4 (PCIe 10 GB/s, alpha 10/14/0.47 us;
   // reduce 320/3 GB/s), 50 Gb/s NICs (beta 1.6e-10 s/B, alpha 35 us) + 2 CPU servers at 50 Gb/s.
   // No compute: both tensors ready at 0. Tensor a, Y = 1e8 B, all-reduced (flat ring, p = 16);
   // tensor b, Z = 6e7 B, on the servers: even<2> -> B = 3e7 B per server, local replication.
@@ -392,11 +397,15 @@ TEST_CASE("parameter server: dedicated CPU servers beat the node cut (autosync-b
   //            30 x 35 us + 2 x 15/16 x 1e8 x 1.6e-10 + 15/16 x 1e8 x 3/320e9 = 31.929 ms;
   //            NIC occupancy 2 x 3/4 x 1e8 x 1.6e-10 = 24 ms on every node
   //   PS:      t1 = Rabenseifner reduce on 4: 4 alpha_i + 1.5 x 3e7 x 1e-10 + 0.75 x 3e7 x gamma
-  //            t2 = server 8 x 35 us + 4 x 3e7 x 1.6e-10 = 19.48 ms (worker 70 us + 4.8 ms)
+  //            t2 = the executor's exchange: 4 leaders push one after the other, each added,
+  //                 then 4 pulls: 2 x 4 x (35 us + 3e7 x 1.6e-10) + 4 x 3e7 x gamma = 39.8 ms
+  //                 (BytePS's servers take the pushes side by side and overlap push and pull:
+  //                 8 x 35 us + 4 x 3e7 x 1.6e-10 = 19.48 ms; the executor does neither)
   //            t3 = scatter-allgather broadcast on 4: 5 alpha_i + 1.5 x 3e7 x 1e-10
   //            each worker node's NICs: 3e7 x 1.6e-10 = 4.8 ms per server, 9.6 ms in all
-  //   shared NICs (8): 24 + 9.6 = 33.6 ms  > lane 0 and the PS lanes -> iteration 33.6 ms,
-  //   below the node cut of all X = 1.6e8 B: 2 x 3/4 x 1.6e8 x 1.6e-10 = 38.4 ms.
+  //   shared NICs (8): 24 + 9.6 = 33.6 ms, below the PS lanes: iteration t1 + t2 + t3 = 49.0 ms,
+  //   above the node cut of all X = 1.6e8 B: 2 x 3/4 x 1.6e8 x 1.6e-10 = 38.4 ms (BytePS's
+  //   exchange would be 33.6 ms, below it).
   model_spec m;
   m.name = "two";
   for (const auto& [name, elements] : {std::pair<const char*, std::int64_t>{"a", 25'000'000}, {"b", 15'000'000}}) {
@@ -422,15 +431,16 @@ TEST_CASE("parameter server: dedicated CPU servers beat the node cut (autosync-b
   const auto p = run(m, bps, s);
   REQUIRE(p.events.size() == 3);
   const double lane0 = 30 * alpha + 2.0 * 15 / 16 * 1e8 * beta + 15.0 / 16 * 1e8 * gamma;
-  const double t1 = 4 * ai + 1.5 * 3e7 * bi + 0.75 * 3e7 * gamma, t2 = 8 * alpha + 4 * 3e7 * beta, t3 = 5 * ai + 1.5 * 3e7 * bi;
+  const double t1 = 4 * ai + 1.5 * 3e7 * bi + 0.75 * 3e7 * gamma, t2 = 2 * 4 * (alpha + 3e7 * beta) + 4 * 3e7 * gamma,
+               t3 = 5 * ai + 1.5 * 3e7 * bi;
   CHECK(lane0 == Approx(0.031929).epsilon(1e-4));
   for (const auto& e : p.events) {
     CHECK(e.start == 0.0);
     CHECK(e.end == Approx(e.lane == 0 ? lane0 : t1 + t2 + t3));
   }
   const double cut = 2.0 * 3 / 4 * 1.6e8 * beta;  // 38.4 ms
-  CHECK(p.iteration == Approx(0.024 + 0.0096));
-  CHECK(p.iteration < 0.9 * cut);
+  CHECK(p.iteration == Approx(t1 + t2 + t3));
+  CHECK(p.iteration > cut);
 
   // The same strategy with the servers co-located (autosync-b: no server nodes; the shards go
   // to servers 0 and 1 on nodes 0 and 1): node 0's NICs carry lane 0's 24 ms, 3 copies of its

@@ -141,9 +141,10 @@ TEST_CASE("features: a dedicated parameter server, transmission and latency by h
   group_desc g;
   g.architecture = architecture_kind::parameter_server;
   const auto f = cost::compute_features(m, c, one_group(m, g));
-  // each tensor: 2 copies through the server NIC, 2 x 2 x 0.1 ms + 2 x 4000 B x 1 us/B = 8.4 ms;
-  // the server takes them one after another from 2 ms on
-  const double transfer = 2 * 2 * 1e-4 + 2 * 4000 * 1e-6;
+  // each tensor: the server takes 2 pushes one after the other (0.1 ms + 4000 B x 1 us/B each),
+  // adds each (4000 B x 0.5 us/B), then sends 2 pulls: 2 x 2 x 4.1 ms + 2 x 2 ms = 20.4 ms; the
+  // server takes the tensors one after another from 2 ms on
+  const double transfer = 2 * 2 * (1e-4 + 4000 * 1e-6) + 2 * 4000 * 5e-7;
   CHECK(f.analytical.iteration == Approx(0.002 + 4 * transfer));
   CHECK(f.autosync[0] == Approx(4 * transfer));  // ps_transmission_max
   CHECK(f.autosync[1] == Approx(4 * transfer));  // ps_transmission_sum

@@ -193,20 +193,37 @@ TEST_CASE("optimize: a learned correction re-ranks the best candidates") {
   CHECK(r.tolerance >= r.epsilon);
   CHECK(r.prediction.iteration == doctest::Approx(cost::estimate(m, c, r.strategy).iteration).epsilon(1e-12));
 
-  // vgg16 on autosync-b: the analytical pick is parameter servers; a correction that measured
-  // parameter-server traffic e^2 times slower than modelled moves the pick to all-reduce
+  // vgg16 on autosync-b: the analytical pick puts part of the bytes on parameter servers; a
+  // correction that measured parameter-server traffic e^2 times slower than modelled moves every
+  // byte off them
   auto v = zoo::make_model("vgg16");
   v.layers.clear();  // FLOPs alone: the compute of the AutoSync paper's setting
   auto b = alpha_beta("autosync-b");
   for (auto& n : b.nodes) n.compute = {};  // and the preset's FLOP rate, no roofline
+  auto ps_share = [&](const strategy_desc& s) {  // the fraction of the model's bytes on parameter servers
+    double ps = 0.0, all = 0.0;
+    for (const auto& a : s.assignments) {
+      const auto t = std::find_if(v.tensors.begin(), v.tensors.end(), [&](const tensor& x) { return x.name == a.tensor; });
+      const double bytes = static_cast<double>(t->bytes());
+      all += bytes;
+      if (!a.split()) {
+        ps += s.groups[static_cast<std::size_t>(a.group)].architecture == architecture_kind::parameter_server ? bytes : 0.0;
+        continue;
+      }
+      for (const auto gi : a.shard_groups)
+        if (s.groups[static_cast<std::size_t>(gi)].architecture == architecture_kind::parameter_server)
+          ps += bytes / static_cast<double>(a.shard_groups.size());
+    }
+    return ps / all;
+  };
   search::options few;
   few.max_evaluations = 1000;
   few.serial_executor = false;  // the correction alone
   const auto analytical = search::optimize(v, b, few);
-  CHECK(search::family_of(v, analytical.strategy) == search::family::parameter_server);
+  CHECK(ps_share(analytical.strategy) > 0.1);
   few.correction = cost::corrected_evaluator{ps_penalty{}};
-  const auto corrected = search::optimize(v, b, few);
-  CHECK(search::family_of(v, corrected.strategy) == search::family::all_reduce);
-  CHECK(corrected.log_factor == 0.0);
-  CHECK(corrected.score < cost::corrected_estimate(v, b, analytical.strategy, ps_penalty{}).iteration);
+  const auto slower = search::optimize(v, b, few);
+  CHECK(ps_share(slower.strategy) == 0.0);
+  CHECK(slower.log_factor == 0.0);
+  CHECK(slower.score < cost::corrected_estimate(v, b, analytical.strategy, ps_penalty{}).iteration);
 }

@@ -45,17 +45,23 @@
 //                        and shares h's NICs, and h's own c_h copies never cross the network.
 //                          own     = 0 (dedicated) or c_h (co-located)
 //                          remote  = copies - own: the copies through the server's NIC, pushed
-//                                    in and pulled out (NICs are full duplex: in and out overlap)
-//                          server  = max(2 remote alpha_srv + remote B beta_srv,
-//                                        2 own alpha_intra + own B beta_intra)
-//                                    (the second term only without local replication: the host's
-//                                    ranks push and pull over their device links; with it the
-//                                    host's one reduced copy is already there)
-//                          worker  = max over worker nodes k != h of 2 c_k alpha_k + c_k B beta_k
+//                                    in and pulled out
+//                        The exchange is the executor's (exec/collectives/ps_push_pull.hpp): the
+//                        server receives the pushes one sender after another (blocking, in rank
+//                        order), adds each, then sends the sum back one receiver after another;
+//                        a message moves at the slower of its two ends:
+//                          pair_k  = max(alpha_k, alpha_srv) + B max(beta_k, beta_srv)
+//                          senders = the c_k copies of every node k != h, plus, without local
+//                                    replication, the host's own c_h - 1 other ranks over its
+//                                    device links (alpha_intra + B beta_intra each)
+//                          exchange = 2 sum over senders of pair + senders B gamma
+//                                    (push, each added on arrival, then pull; nothing overlaps)
 //                          local   = intra-node reduce before the push + broadcast after the
 //                                    pull on g ranks (cost::reduce / cost::broadcast)
-//                        transfer = local reduce + max(server, worker) + local broadcast.
-//                        Server summation is taken as hidden behind the receive (BytePS).
+//                        transfer = local reduce + exchange + local broadcast. (Before the model
+//                        followed BytePS: pushes in parallel at the server's NIC, push and pull
+//                        overlapped, summing hidden; the executor does none of that, and the
+//                        testbed measured parameter-server strategies at 2-10x that estimate.)
 //                        NIC occupancy of the transfer on worker node k, max(out, in) beta_k:
 //                          k != h   c_k B beta_k        (c_k B out: push; c_k B in: pull)
 //                          k == h   remote B beta_h     (remote B in: pushes; out: pulls)

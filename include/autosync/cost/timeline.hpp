@@ -134,24 +134,37 @@ struct workspace {
   };
   std::vector<job> jobs, sorted;
   std::vector<std::uint32_t> hist;         // counting sort by ready position
-  std::vector<std::uint64_t> heap;
+  std::vector<std::uint32_t> rank, by_rank;  // lane 0 with priority jobs: a job's rank in key order, and back
+  std::vector<std::uint64_t> bits;         // lane 0: the ready jobs, by rank
   std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
   std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
   std::vector<std::size_t> pending_at, pending_head;
-  std::vector<double> queued_at;
+  std::vector<double> queued_at;           // per server: its next start (run_servers)
+  std::vector<std::uint64_t> next_key;     // per server: its next transfer's key
+  std::vector<std::uint8_t> live;          // per server: transfers left
   std::vector<double> server_bytes, server_lb, lane_free;
   std::vector<double> nic_free;            // per worker node: when its NICs are free (5); then step 8's suffix sums
   std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
-  // per server: its last transfer's detail::ps_transfer result, reused by the next transfer of
-  // the same bytes and replication (a pure function of them: the same bits); reset per evaluation
+  // per server, direct-mapped by bytes: detail::ps_transfer's result, reused by later transfers
+  // of the same bytes and replication (a pure function of them: the same bits); reset per evaluation
   struct ps_memo {
     double bytes = -1.0;
     bool local = false;
     double t1 = 0.0, t2 = 0.0, t3 = 0.0, bw_part = 0.0;
   };
+  static constexpr std::size_t ps_memo_log2 = 4;  // 16 slots per server
   std::vector<ps_memo> ps_last;
+  // per group, direct-mapped by wire bytes: a lane-0 bucket's collective times, bandwidth bound
+  // and NIC occupancy (pure functions of the group's aspects and the bytes: the same bits);
+  // reset per evaluation. Per-tensor and equal-sized buckets repeat a few sizes.
+  struct collective_memo {
+    std::int64_t wire = -1;
+    double t1 = 0.0, t2 = 0.0, lb = 0.0, nic = 0.0;
+  };
+  static constexpr std::size_t collective_memo_slots = 16;
+  std::vector<collective_memo> coll_memo;  // groups x collective_memo_slots
 };
 
 namespace detail {
@@ -185,18 +198,21 @@ constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local,
   const double net_bw = remote * B * srv.nic.beta;
   const double own_bw = local ? 0.0 : own * B * f.intra.beta;
   server_bw_part = std::max(net_bw, own_bw);
-  double server = remote > 0.0 ? 2.0 * remote * srv.nic.alpha + net_bw : 0.0;
-  if (own_bw > 0.0) server = std::max(server, 2.0 * own * f.intra.alpha + own_bw);
-  // every other worker node k: c_k B out (push), c_k B in (pull)
-  double worker = 0.0;
+  // The exchange as exec/collectives/ps_push_pull.hpp runs it: the server receives the pushes one
+  // sender after another (blocking, in rank order), adding each, then sends the sum back one
+  // receiver after another; a message moves at the slower of its two ends.
+  double one_way = 0.0;  // one pass over the senders: the pulls (the pushes add the summing)
   for (std::size_t k = 0; k < f.workers.size(); ++k) {
     if (static_cast<int>(k) == h) continue;
     const auto& w = f.workers[k];
     const double c = local ? 1.0 : w.ranks;
-    worker = std::max(worker, 2.0 * c * w.nic.alpha + c * B * w.nic.beta);
+    one_way += c * (std::max(w.nic.alpha, srv.nic.alpha) + B * std::max(w.nic.beta, srv.nic.beta));
   }
+  const double own_senders = local || own < 1.0 ? 0.0 : own - 1.0;  // the host's other ranks, over its device links
+  one_way += own_senders * (f.intra.alpha + B * f.intra.beta);
+  const double senders = remote + own_senders;
   j.t1 = local && f.g > 1 ? reduce(f.g, B, f.intra.alpha, f.intra.beta, f.gamma) : 0.0;
-  j.t2 = std::max(server, worker);
+  j.t2 = 2.0 * one_way + senders * B * f.gamma;  // pushes, each added on arrival, then pulls
   j.t3 = local && f.g > 1 ? broadcast(f.g, B, f.intra.alpha, f.intra.beta) : 0.0;
   // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
 }

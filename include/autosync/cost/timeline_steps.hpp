@@ -22,6 +22,7 @@
 #include <autosync/strategy/fusion.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -69,15 +70,17 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
   ws.server_bytes.assign(S, 0.0);
   ws.server_lb.assign(S, 0.0);
   ws.touched.clear();
-  ws.ps_last.assign(S, workspace::ps_memo{});
+  ws.ps_last.assign(S << workspace::ps_memo_log2, workspace::ps_memo{});
+  ws.coll_memo.assign(s.groups.size() * workspace::collective_memo_slots, workspace::collective_memo{});
 }
 
 // Transfer t (a job of ws.jobs) goes B bytes to server sv (detail::ps_transfer), through the
-// server's memo.
+// server's memo (direct-mapped by bytes).
 constexpr void fill_ps_transfer(const context& x, workspace& ws, workspace::job& t, std::size_t sv, double B, bool local) {
   t.lane = 1 + static_cast<int>(sv);
   t.bytes = static_cast<std::int64_t>(B);
-  auto& memo = ws.ps_last[sv];
+  const auto slot = (static_cast<std::uint64_t>(B) * 0x9E3779B97F4A7C15ull) >> (64 - workspace::ps_memo_log2);
+  auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
   if (memo.bytes != B || memo.local != local) {
     double bw_part = 0.0;
     ps_transfer(x.fab, sv, B, local, t, bw_part);
@@ -122,29 +125,38 @@ constexpr void push_ps_transfers(const context& x, workspace& ws, bool local) {
 }
 
 // Step 4 for a lane-0 bucket of `wire` bytes, job j: its collective's time (t1, and t2 for
-// sharded), its NIC occupancy, and its bandwidth bound into the tally.
-constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire, tally& tl) {
-  const double S_ = static_cast<double>(wire);
+// sharded), its NIC occupancy, and its bandwidth bound into the tally (through the group's memo).
+constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire, tally& tl,
+                               workspace::collective_memo& memo) {
   j.lane = 0;
   j.bytes = wire;
-  switch (g.arch) {
-    case architecture_kind::sharded:
-      j.t1 = reduce_scatter(f, g.topology, S_);
-      j.t2 = all_gather(f, g.topology, S_);
-      tl.lane0_lb += lower_bound(f, S_);
-      j.nic = nic_occupancy(f, S_);
-      break;
-    case architecture_kind::all_gather:
-      j.t1 = sparse_all_gather(f, S_);
-      tl.lane0_lb += sparse_all_gather_lower_bound(f, S_);
-      j.nic = sparse_all_gather_nic_occupancy(f, S_);
-      break;
-    default:
-      j.t1 = all_reduce(f, g.topology, S_);
-      tl.lane0_lb += lower_bound(f, S_);
-      j.nic = nic_occupancy(f, S_);
-      break;
+  if (memo.wire != wire) {
+    const double S_ = static_cast<double>(wire);
+    memo.wire = wire;
+    memo.t2 = 0.0;
+    switch (g.arch) {
+      case architecture_kind::sharded:
+        memo.t1 = reduce_scatter(f, g.topology, S_);
+        memo.t2 = all_gather(f, g.topology, S_);
+        memo.lb = lower_bound(f, S_);
+        memo.nic = nic_occupancy(f, S_);
+        break;
+      case architecture_kind::all_gather:
+        memo.t1 = sparse_all_gather(f, S_);
+        memo.lb = sparse_all_gather_lower_bound(f, S_);
+        memo.nic = sparse_all_gather_nic_occupancy(f, S_);
+        break;
+      default:
+        memo.t1 = all_reduce(f, g.topology, S_);
+        memo.lb = lower_bound(f, S_);
+        memo.nic = nic_occupancy(f, S_);
+        break;
+    }
   }
+  j.t1 = memo.t1;
+  j.t2 = memo.t2;
+  j.nic = memo.nic;
+  tl.lane0_lb += memo.lb;
   tl.lane0_nic += j.nic;
 }
 
@@ -165,7 +177,10 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   j.key = g.priority ? (static_cast<std::uint64_t>(ob.min_tensor) << 32) : (std::uint64_t{1} << 63);
   j.comp = ob.comp_flops / flops;
   if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, g.local);
-  else fill_collective(x.fab, g, j, ob.wire, tl);
+  else {
+    const auto slot = (static_cast<std::uint64_t>(ob.wire) * 0x9E3779B97F4A7C15ull) >> 60;  // 16 slots
+    fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot]);
+  }
   ob = workspace::open_bucket{};
   ob.first = false;
 }
@@ -264,8 +279,10 @@ constexpr double commit(workspace& ws, prediction& r, const options& opt, tally&
 }
 
 // Steps 5/6 on lane 0: the communicator takes, when free, the best ready job (fifo only: the
-// next in ready order, without the heap).
-constexpr void run_lane0(workspace& ws, prediction& r, const options& opt, tally& tl) {
+// next in ready order). With priority jobs, the ready jobs are a bitset over the jobs' ranks in
+// key order (a counting sort by the key's tensor, fifo keys after every priority key, ties by
+// index as in the keys): taking the lowest set bit is taking the smallest key.
+constexpr void run_lane0(std::size_t T, workspace& ws, prediction& r, const options& opt, tally& tl) {
   const auto n = static_cast<std::uint32_t>(ws.sorted.size());
   bool any_priority = false;
   std::uint32_t count = 0;
@@ -275,28 +292,49 @@ constexpr void run_lane0(workspace& ws, prediction& r, const options& opt, tally
       any_priority = any_priority || (ws.sorted[q].key >> 63) == 0;
     }
   double t = 0.0;
-  ws.heap.clear();
   std::uint32_t k = 0;
   auto skip = [&] { while (k < n && ws.sorted[k].lane != 0) ++k; };
   skip();
-  for (std::uint32_t done = 0; done < count; ++done) {
-    std::uint32_t pick = 0;
-    if (!any_priority) {
-      pick = k++;
+  if (!any_priority) {
+    for (std::uint32_t done = 0; done < count; ++done) {
+      const std::uint32_t pick = k++;
       skip();
-      t = std::max(t, ws.sorted[pick].ready);
-    } else {
-      if (ws.heap.empty() && t < ws.sorted[k].ready) t = ws.sorted[k].ready;
-      while (k < n && ws.sorted[k].ready <= t) {
-        ws.heap.push_back(ws.sorted[k].key);
-        std::push_heap(ws.heap.begin(), ws.heap.end(), key_greater{});
-        ++k;
-        skip();
-      }
-      std::pop_heap(ws.heap.begin(), ws.heap.end(), key_greater{});
-      pick = static_cast<std::uint32_t>(ws.heap.back() & 0xffffffffu);
-      ws.heap.pop_back();
+      const auto& j = ws.sorted[pick];
+      t = std::max(t, j.ready);
+      t = commit(ws, r, opt, tl, pick, t, t + j.comp + j.t1 + j.t2, false);
     }
+    return;
+  }
+  auto bucket_of = [&](std::uint64_t key) { return (key >> 63) != 0 ? T : static_cast<std::size_t>(key >> 32); };
+  ws.hist.assign(T + 2, 0);
+  for (std::uint32_t q = 0; q < n; ++q)
+    if (ws.sorted[q].lane == 0) ++ws.hist[bucket_of(ws.sorted[q].key) + 1];
+  for (std::size_t b = 1; b <= T + 1; ++b) ws.hist[b] += ws.hist[b - 1];
+  ws.rank.resize(n);
+  ws.by_rank.resize(count);
+  for (std::uint32_t q = 0; q < n; ++q)
+    if (ws.sorted[q].lane == 0) {
+      const auto rk = ws.hist[bucket_of(ws.sorted[q].key)]++;
+      ws.rank[q] = rk;
+      ws.by_rank[rk] = q;
+    }
+  ws.bits.assign((count + 63) / 64, 0);
+  std::size_t lo = ws.bits.size(), queued = 0;  // lo: no set bit below word lo
+  for (std::uint32_t done = 0; done < count; ++done) {
+    if (queued == 0 && t < ws.sorted[k].ready) t = ws.sorted[k].ready;
+    while (k < n && ws.sorted[k].ready <= t) {
+      const auto rk = ws.rank[k];
+      ws.bits[rk / 64] |= std::uint64_t{1} << (rk % 64);
+      lo = std::min<std::size_t>(lo, rk / 64);
+      ++queued;
+      ++k;
+      skip();
+    }
+    while (ws.bits[lo] == 0) ++lo;
+    const auto bit = static_cast<std::uint32_t>(std::countr_zero(ws.bits[lo]));
+    ws.bits[lo] &= ws.bits[lo] - 1;
+    --queued;
+    const std::uint32_t pick = ws.by_rank[lo * 64 + bit];
     const auto& j = ws.sorted[pick];
     t = commit(ws, r, opt, tl, pick, t, t + j.comp + j.t1 + j.t2, false);
   }
@@ -329,33 +367,45 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     }
   ws.nic_free.assign(W, 0.0);
   ws.nic_sum.assign(W, 0.0);
+  // Server sv's next start and key (its smallest queued key), queuing what is ready by then;
+  // false when it has nothing left. Only the server that runs a transfer changes state: the
+  // others' starts and keys stay as computed (their queues already hold what is ready by their
+  // start), so each step rescans one server.
+  auto next_of = [&](std::size_t sv) {
+    auto& pend = ws.pending[sv];
+    auto& heap = ws.ready_heap[sv];
+    auto& at = ws.pending_at[sv];
+    // queued: pend[head, at) (fifo: the smallest key is pend[head]'s) or the heap's keys
+    const bool queued = fifo ? ws.pending_head[sv] < at : !heap.empty();
+    if (!queued && at == pend.size()) return false;
+    // the server's next start: when it is free and its queue has a ready transfer (jobs
+    // already queued were ready by the start computed when they were queued)
+    const double ts = std::max(ws.lane_free[1 + sv], queued ? ws.queued_at[sv] : ws.sorted[pend[at]].ready);
+    ws.queued_at[sv] = ts;
+    if (fifo) {
+      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) ++at;
+      ws.next_key[sv] = ws.sorted[pend[ws.pending_head[sv]]].key;
+    } else {
+      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
+        heap.push_back(ws.sorted[pend[at]].key);
+        std::push_heap(heap.begin(), heap.end(), key_greater{});
+        ++at;
+      }
+      ws.next_key[sv] = heap.front();
+    }
+    return true;
+  };
+  ws.live.assign(S, 0);
+  ws.next_key.resize(S);
+  for (std::size_t sv = 0; sv < S; ++sv) ws.live[sv] = next_of(sv) ? 1 : 0;
   for (std::uint32_t done = 0; done < count; ++done) {
     std::size_t best = S;
     double best_start = 0.0;
     std::uint64_t best_key = 0;
     for (std::size_t sv = 0; sv < S; ++sv) {
-      auto& pend = ws.pending[sv];
-      auto& heap = ws.ready_heap[sv];
-      auto& at = ws.pending_at[sv];
-      // queued: pend[head, at) (fifo: the smallest key is pend[head]'s) or the heap's keys
-      const bool queued = fifo ? ws.pending_head[sv] < at : !heap.empty();
-      if (!queued && at == pend.size()) continue;
-      // the server's next start: when it is free and its queue has a ready transfer (jobs
-      // already queued were ready by the start computed when they were queued)
-      double ts = std::max(ws.lane_free[1 + sv], queued ? ws.queued_at[sv] : ws.sorted[pend[at]].ready);
-      ws.queued_at[sv] = ts;
-      std::uint64_t key = 0;
-      if (fifo) {
-        while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) ++at;
-        key = ws.sorted[pend[ws.pending_head[sv]]].key;
-      } else {
-        while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
-          heap.push_back(ws.sorted[pend[at]].key);
-          std::push_heap(heap.begin(), heap.end(), key_greater{});
-          ++at;
-        }
-        key = heap.front();
-      }
+      if (!ws.live[sv]) continue;
+      const double ts = ws.queued_at[sv];
+      const std::uint64_t key = ws.next_key[sv];
       if (best == S || ts < best_start || (ts == best_start && key < best_key)) {
         best = sv;
         best_start = ts;
@@ -382,6 +432,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       nic_end = std::max(nic_end, done_k);
     });
     commit(ws, r, opt, tl, pick, best_start, nic_end + j.t3, true);
+    ws.live[best] = next_of(best) ? 1 : 0;
   }
 }
 
@@ -451,7 +502,7 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
   order_jobs(m.tensors.size(), ws, tl.buckets);  // bucket numbers in ready order
   ws.lane_free.assign(1 + x.fab.servers.size(), 0.0);
   if (opt.timeline) r.events.reserve(ws.sorted.size() * 2);
-  run_lane0(ws, r, opt, tl);                     // 5, 6
+  run_lane0(m.tensors.size(), ws, r, opt, tl);   // 5, 6
   double nic_bound = 0.0;
   if (!x.fab.servers.empty()) {
     run_servers(x, ws, r, opt, tl);              // 5, 6

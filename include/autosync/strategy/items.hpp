@@ -34,20 +34,30 @@ struct sync_item {
   double codec_flops = 0.0;      // encode + decode work of registered codecs and extension slots
 };
 
-// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
-[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
-                                                   compression_id c) noexcept {
+// Bytes per element on the wire for `t` under built-in compressor `c` (the tensor's own size
+// when c does not shrink it).
+[[nodiscard]] constexpr double wire_per_element(const tensor& t, compression_id c) noexcept {
   const auto info = find_compression(c);
   const double esize = size_of(t.type);
-  double per = esize;
   const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
   if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize)
-    per = info->wire_bytes_per_element;
+    return info->wire_bytes_per_element;
+  return esize;
+}
+
+// Bytes one rank sends for `elements` elements of `t` at `per` bytes per element (wire_per_element).
+[[nodiscard]] constexpr std::int64_t wire_bytes_at(const tensor& t, std::int64_t elements, std::int64_t rows, double per) noexcept {
   if (!t.sparse) return static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
   // Sparse: touched rows (at least one) plus one 8-byte index per row.
   const double touched = std::max(1.0, static_cast<double>(rows) * t.sparse_density);
   const double row_elems = rows > 0 ? static_cast<double>(elements) / static_cast<double>(rows) : 0.0;
   return static_cast<std::int64_t>(touched * (row_elems * per + 8.0) + 0.5);
+}
+
+// Bytes one rank sends for `elements` elements of `t` under compressor `c`.
+[[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
+                                                   compression_id c) noexcept {
+  return wire_bytes_at(t, elements, rows, wire_per_element(t, c));
 }
 
 // The cost hook of the registry (registry/extensions.hpp): bytes one rank sends and the codec
@@ -92,22 +102,35 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
                          const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e, int ranks = 0) {
   const auto& t = m.tensors[ti];
   const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
+  // per call, not per item: the tensor and group are fixed
+  // (not a const bool: its initializer would be manifestly constant-evaluated, and
+  // is_constant_evaluated() true there)
+  bool ext = false;
+  if (!std::is_constant_evaluated()) ext = is_extension_id(g.compression.id) || !g.ext.empty();
+  const double per = ext ? 0.0 : wire_per_element(t, g.compression.id);
+  const std::int64_t esize = size_of(t.type);
+  std::int32_t slice_axis = axis;
+  std::int64_t slice_of_axis = slice;
   auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) {
+    if (ax != slice_axis) {
+      slice_axis = ax;
+      slice_of_axis = t.slice_elements(static_cast<std::size_t>(ax));
+    }
     auto& it = out.emplace_back();  // filled in place (no copy of a fresh struct through the stack)
     it.tensor = ti;
     it.group = gi;
     it.axis = ax;
     it.begin = pb;
     it.end = pe;
-    it.elements = (pe - pb) * t.slice_elements(static_cast<std::size_t>(ax));
-    it.bytes = it.elements * size_of(t.type);
+    it.elements = (pe - pb) * slice_of_axis;
+    it.bytes = it.elements * esize;
     const std::int64_t rows = ax == 0 ? (pe - pb) : t.shape[0];
-    if (!std::is_constant_evaluated() && (is_extension_id(g.compression.id) || !g.ext.empty())) {
+    if (ext) {
       const auto c = extension_cost(t, it.elements, rows, g, ranks);
       it.wire_bytes = c.wire_bytes;
       it.codec_flops = c.flops;
     } else {
-      it.wire_bytes = wire_bytes_of(t, it.elements, rows, g.compression.id);
+      it.wire_bytes = wire_bytes_at(t, it.elements, rows, per);
     }
     it.ready = ready;
     it.sparse = t.sparse;
@@ -161,13 +184,14 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
       if (m.tensors[i].name == a.tensor) { by_tensor[i] = &a; break; }
   }
   items.reserve(m.tensors.size());
+  const int ranks = c.world_size();
   for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
     const auto* a = by_tensor[ti];
     if (a == nullptr) continue;
     const auto& t = m.tensors[ti];
     if (!a->split()) {
       const auto& g = s.groups[static_cast<std::size_t>(a->group)];
-      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0], c.world_size());
+      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0], ranks);
     } else {
       const auto d = t.shape[static_cast<std::size_t>(a->split_axis)];
       const auto k = static_cast<std::int64_t>(a->shard_groups.size());
@@ -175,7 +199,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         const auto r = even_shard(d, k, sh);
         const auto gi = a->shard_groups[static_cast<std::size_t>(sh)];
         detail::add_items(items, m, ti, ready[ti], s.groups[static_cast<std::size_t>(gi)], static_cast<std::uint32_t>(gi),
-                          a->split_axis, r.begin, r.end, c.world_size());
+                          a->split_axis, r.begin, r.end, ranks);
       }
     }
   }
