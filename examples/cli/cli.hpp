@@ -12,11 +12,13 @@
 #include <autosync/error.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/model.hpp>
+#include <autosync/search/constraints.hpp>
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -67,6 +69,31 @@ inline cluster_spec load_cluster(const std::string& s) { return looks_like_file(
 // kind of cluster it was trained on: MPI (alpha-beta-gamma) clusters. `optimize` and `sample
 // --search` share this rule, so the strategy `sample` writes is `optimize`'s default pick.
 inline bool corrects_by_default(const cluster_spec& c) { return c.backend == collective_backend::mpi; }
+
+// --max-compression-ratio and --compressors of `optimize` and `tune`: the budget of lossy
+// compression, given only with --allow-lossy.
+inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, const std::vector<std::string>& compressors) {
+  if ((max_ratio != 0.0 || !compressors.empty()) && !allow_lossy)
+    throw error(compressors.empty() ? "--max-compression-ratio" : "--compressors", "is a budget for lossy compression: give it with --allow-lossy");
+  if (!(max_ratio >= 0.0) || !std::isfinite(max_ratio)) throw error("--max-compression-ratio", "must be a finite number >= 1 (0: no limit)");
+  if (max_ratio != 0.0 && max_ratio < 1.0) throw error("--max-compression-ratio", "must be >= 1 (0: no limit)");
+  search::lossy_budget b;
+  b.max_ratio = max_ratio;
+  for (const auto& n : compressors)
+    if (!b.allow(n))
+      throw error("--compressors", "'" + n + "' is not a compressor (known: " + all_compression_names() + ")" +
+                                       (b.only_count == search::lossy_budget::max_listed ? " or the list is full" : ""));
+  return b;
+}
+
+// Adds --max-compression-ratio and --compressors to a subcommand.
+inline void add_lossy_budget(CLI::App* sub, double& max_ratio, std::vector<std::string>& compressors, const char* who) {
+  sub->add_option("--max-compression-ratio", max_ratio,
+                  std::string("with --allow-lossy: the largest compression ratio a lossy compressor ") + who +
+                      " may reach (32 / its bits per element; 0: no limit)");
+  sub->add_option("--compressors", compressors, std::string("with --allow-lossy: the lossy compressors ") + who + " may use (comma-separated)")
+      ->delimiter(',');
+}
 
 inline void write_file(const std::string& path, const std::string& text, const char* what) {
   std::ofstream f(path, std::ios::binary);

@@ -54,15 +54,7 @@ int run_optimize(const optimize_opts& o) {
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
   opt.epsilon = o.epsilon;
-  if ((o.max_ratio != 0.0 || !o.compressors.empty()) && !o.allow_lossy)
-    throw error(o.compressors.empty() ? "--max-compression-ratio" : "--compressors", "is a budget for lossy compression: give it with --allow-lossy");
-  if (!(o.max_ratio >= 0.0) || !std::isfinite(o.max_ratio)) throw error("--max-compression-ratio", "must be a finite number >= 1 (0: no limit)");
-  if (o.max_ratio != 0.0 && o.max_ratio < 1.0) throw error("--max-compression-ratio", "must be >= 1 (0: no limit)");
-  opt.lossy.max_ratio = o.max_ratio;
-  for (const auto& n : o.compressors)
-    if (!opt.lossy.allow(n))
-      throw error("--compressors", "'" + n + "' is not a compressor (known: " + all_compression_names() + ")" +
-                                       (opt.lossy.only_count == search::lossy_budget::max_listed ? " or the list is full" : ""));
+  opt.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);
   if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
   // the embedded correction's features are absolute and it was trained on the alpha-beta-gamma
   // clusters of tests/data/collectives/cases.json: on an NCCL cluster it is opt-in
@@ -125,10 +117,7 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_option("--out", o->out, "write the found strategy as JSON");
   sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
   sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
-  sub->add_option("--max-compression-ratio", o->max_ratio,
-                  "with --allow-lossy: the largest compression ratio a lossy compressor may reach (32 / its bits per element; 0: no limit)");
-  sub->add_option("--compressors", o->compressors, "with --allow-lossy: the lossy compressors the search may use (comma-separated)")
-      ->delimiter(',');
+  add_lossy_budget(sub, o->max_ratio, o->compressors, "the search");
   sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate");
   sub->add_option("--epsilon", o->epsilon, "answer the simplest strategy within this relative tolerance of the best score")
       ->capture_default_str();

@@ -3,8 +3,8 @@
 // knowledge rules and validates), every
 // baseline of strategy/baselines.hpp with --baselines, and the strategy search::optimize finds
 // (with --seed; re-ranked by the embedded correction where `optimize` uses it by default) with --search, all for the same (scaled) model and cluster. Files:
-// DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json; one path per line
-// on stdout.
+// DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json, and with --model-out
+// the (scaled) model's JSON (for peers run on the same tensors); one path per line on stdout.
 #include "cli.hpp"
 
 #include <autosync/cost/corrected.hpp>
@@ -27,7 +27,7 @@ namespace autosync_cli {
 namespace {
 
 struct sample_opts {
-  std::string model, cluster, out_dir;
+  std::string model, cluster, out_dir, model_out;
   double scale = 1.0, compute_scale = 1.0;
   int count = 10, max_runs = 8;
   std::uint64_t seed = 1;
@@ -49,6 +49,10 @@ int run_sample(const sample_opts& so) {
   std::error_code ec;
   std::filesystem::create_directories(so.out_dir, ec);
   if (ec) throw error("--out-dir", "cannot create '" + so.out_dir + "': " + ec.message());
+  if (!so.model_out.empty()) {  // the tensors the strategies are for, for peers that run the same tensors
+    write_file(so.model_out, io::to_json_text(m), "model");
+    std::cout << so.model_out << "\n";
+  }
   auto emit = [&](const strategy_desc& s, const std::string& file) {
     const auto path = (std::filesystem::path(so.out_dir) / file).string();
     write_file(path, io::to_json(s).dump() + "\n", "strategy");
@@ -86,6 +90,7 @@ subcommand add_sample(CLI::App& app) {
   sub->add_option("--scale", so->scale, "scale a zoo model's dim 0 (as `run --scale`)")->capture_default_str();
   sub->add_option("--cluster", so->cluster, "cluster preset name or cluster JSON file")->required();
   sub->add_option("--out-dir", so->out_dir, "directory for the strategy JSON files")->required();
+  sub->add_option("--model-out", so->model_out, "also write the (scaled) model as JSON: the tensors the strategies are for");
   sub->add_option("--compute-scale", so->compute_scale,
                   "cost compute as FLOPs x this, as `run --compute-scale` simulates it (0: no compute, `run`'s default)")
       ->capture_default_str();

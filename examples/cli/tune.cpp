@@ -2,7 +2,8 @@
 //
 //   autosync tune --model M --cluster C --records r.jsonl [--budget 200] [--runner local]
 //                 [--np N] [--ranks-per-node K] [--scale X] [--iters N] [--warmup K] [--compute-scale X]
-//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--allow-lossy] [--confirm 3] [--out best.json]
+//                 [--source other.jsonl ...] [--per-round 20] [--proposals 1000] [--allow-lossy
+//                 [--max-compression-ratio R] [--compressors a,b]] [--confirm 3] [--out best.json]
 //     runners (learn/runners.hpp): local (mpirun ... autosync run on this machine), testbed:NAME
 //     (tests/testbed/testbed.sh run --name NAME, the testbed must be up), cmd:TEMPLATE (any
 //     command with the placeholders of learn/runners.hpp), replay:FILE (a recorded dataset).
@@ -38,6 +39,8 @@ struct tune_opts {
   std::size_t budget = 200, per_round = 20, proposals = 1000;
   std::uint64_t seed = 1;
   bool allow_lossy = false;
+  double max_ratio = 0.0;                // --max-compression-ratio (0: no limit)
+  std::vector<std::string> compressors;  // --compressors a,b: the lossy ones allowed
   std::size_t confirm = 3;
 };
 
@@ -68,6 +71,7 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   to.proposals = o.proposals;
   to.seed = o.seed;
   to.allow_lossy = o.allow_lossy;
+  to.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);
   to.confirm = o.confirm;
   to.initial = cost::corrected_evaluator(cost::default_correction{});  // the embedded model until the loop can fit
   to.on_progress = [&](const learn::tune_progress& pg) {
@@ -179,7 +183,9 @@ subcommand add_tune(CLI::App& app) {
   sub->add_option("--seed", to->seed, "seed of the proposals and of the trials' gradients")->capture_default_str();
   sub->add_option("--confirm", to->confirm, "run the best N measured strategies and the best baseline once more at the end (0: off)")
       ->capture_default_str();
-  sub->add_flag("--allow-lossy", to->allow_lossy, "let proposals use lossy compression (fp16/bf16), as AutoSync's compressors");
+  sub->add_flag("--allow-lossy", to->allow_lossy,
+                "let proposals use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
+  add_lossy_budget(sub, to->max_ratio, to->compressors, "the proposals");
   sub->add_option("--out", to->out, "write the best measured strategy as JSON");
   return {sub, [to](program& prog) { return run_tune(*to, prog.argv[0]); }};
 }

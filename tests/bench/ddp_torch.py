@@ -3,6 +3,8 @@
 
     python3 tests/bench/ddp_torch.py --model-json DIR/resnet50.json [--model-json ...]
                                      [--ranks 4] [--iters 10] [--warmup 2] [--bucket-cap-mb 25]
+                                     [--hook allreduce|fp16|powersgd] [--powersgd-rank R]
+                                     [--init-method tcp://HOST:PORT --ifname IF]
 
 The reference point for tests/bench/mpi_models.cpp: the same tensors (the model JSON that
 bench_mpi_models --model-out writes with io::save_model_file), the same number of ranks on
@@ -26,8 +28,20 @@ so wall - compute is DDP's exposed communication. An iteration's figure is the m
 ranks; printed are medians over --iters iterations after --warmup untimed ones. The first
 iteration checks every reduced gradient: the average of r + 1 over the ranks, (p + 1) / 2.
 
+--hook picks DDP's communication hook: PyTorch's own default all-reduce (allreduce),
+fp16_compress_hook (fp16) or powerSGD_hook (powersgd: PowerSGDState with rank --powersgd-rank,
+error feedback and warm start, min_compression_rate 2, compression from iteration 2, so the
+warm-up iterations already compress when --warmup >= 2); each is timed by the same wrapper. The
+first iteration's check holds for all three: PowerSGD has not started yet (plain all-reduce),
+and fp16 carries (r + 1) / p exactly.
+
+With --init-method the ranks are not spawned here: this process is one rank of a job another
+launcher started (mpirun: OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE; torchrun: RANK and
+WORLD_SIZE), rendezvousing at the given address over --ifname (tests/testbed/compression_peers.py
+runs it on the testbed's hosts this way).
+
 Output: a table, and one line per model for tests/bench/run-mpi-benchmarks.sh:
-    result model=resnet50 strategy=torch-ddp wall_ms=... sync_ms=<span> compute_ms=... buckets=... bytes=...
+    result model=resnet50 strategy=torch-ddp[-fp16|-powersgd<R>] wall_ms=... sync_ms=<span> compute_ms=... buckets=... bytes=...
 Exit status: 0; 1 for a wrong reduction; 2 for bad arguments or a model DDP cannot take here
 (sparse or non-f32 tensors); 3 when this interpreter has no torch.distributed with gloo.
 """
@@ -48,7 +62,14 @@ def parse_args(argv):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (default: DDP's own, 25)")
     ap.add_argument("--port", type=int, default=0, help="rendezvous port on 127.0.0.1 (0: a free one)")
+    ap.add_argument("--hook", choices=("allreduce", "fp16", "powersgd"), default="allreduce",
+                    help="DDP communication hook: the default all-reduce, fp16_compress_hook or powerSGD_hook")
+    ap.add_argument("--powersgd-rank", type=int, default=1, help="PowerSGD's matrix_approximation_rank")
+    ap.add_argument("--init-method", default="", help="join a launched job: tcp://HOST:PORT of rank 0 (ranks from the launcher)")
+    ap.add_argument("--ifname", default="", help="with --init-method: the network interface gloo uses")
     a = ap.parse_args(argv)
+    if a.powersgd_rank < 1:
+        ap.error("--powersgd-rank must be >= 1")
     if a.ranks < 1:
         ap.error("--ranks must be >= 1")
     if a.iters < 1 or a.warmup < 0:
@@ -81,8 +102,10 @@ def load_model(path):
 
 
 class HookState:
-    def __init__(self, world):
+    def __init__(self, world, inner_hook=None, inner_state=None):
         self.world = world
+        self.inner_hook = inner_hook  # a PyTorch hook to time (None: timed_allreduce_hook's own)
+        self.inner_state = inner_state
         self.reset()
 
     def reset(self):
@@ -109,6 +132,26 @@ def timed_allreduce_hook(state, bucket):
     return fut.then(done)
 
 
+def timed_hook(state, bucket):
+    """PyTorch's own hook (fp16_compress_hook, powerSGD_hook) between the same two clock reads."""
+    now = time.perf_counter()
+    if state.first is None:
+        state.first = now
+    state.calls += 1
+    fut = state.inner_hook(state.inner_state, bucket)
+
+    def done(f):
+        state.last = time.perf_counter()
+        v = f.value()
+        return v[0] if isinstance(v, list) else v
+
+    return fut.then(done)
+
+
+def hook_label(args):
+    return {"allreduce": "torch-ddp", "fp16": "torch-ddp-fp16"}.get(args.hook, "torch-ddp-powersgd%d" % args.powersgd_rank)
+
+
 def worker(rank, args, port, models):
     import torch
     import torch.distributed as dist
@@ -117,7 +160,8 @@ def worker(rank, args, port, models):
 
     torch.set_num_threads(1)  # 4 ranks on a small host: one compute thread each
     p = args.ranks
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=p)
+    init = args.init_method or "tcp://127.0.0.1:%d" % port
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=p)
     failed = False
 
     class Grads(nn.Module):
@@ -129,8 +173,8 @@ def worker(rank, args, port, models):
             return sum(q.sum() for q in self.params)
 
     if rank == 0:
-        print("# PyTorch %s DDP, gloo, %d ranks, bucket_cap_mb=%g; median of %d iterations (max over ranks), %d warm-up"
-              % (torch.__version__, p, args.bucket_cap_mb, args.iters, args.warmup))
+        print("# PyTorch %s DDP, gloo, %d ranks, bucket_cap_mb=%g, hook %s; median of %d iterations (max over ranks), %d warm-up"
+              % (torch.__version__, p, args.bucket_cap_mb, hook_label(args), args.iters, args.warmup))
         print("# span: first bucket launched -> last bucket reduced; compute: the same under no_sync()")
         print("%-16s %9s %8s %9s %9s %11s" % ("model", "MiB", "buckets", "wall_ms", "span_ms", "compute_ms"))
         sys.stdout.flush()
@@ -138,8 +182,19 @@ def worker(rank, args, port, models):
     for name, tensors, total in models:
         module = Grads(tensors)
         ddp = DDP(module, bucket_cap_mb=args.bucket_cap_mb)
-        state = HookState(p)
-        ddp.register_comm_hook(state, timed_allreduce_hook)
+        if args.hook == "allreduce":
+            state = HookState(p)
+            ddp.register_comm_hook(state, timed_allreduce_hook)
+        else:
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook as psgd
+            if args.hook == "fp16":
+                state = HookState(p, default_hooks.fp16_compress_hook, None)  # None: the default group
+            else:
+                ps = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
+                                        start_powerSGD_iter=2, min_compression_rate=2, use_error_feedback=True,
+                                        warm_start=True, random_seed=0)
+                state = HookState(p, psgd.powerSGD_hook, ps)
+            ddp.register_comm_hook(state, timed_hook)
         scale = float(rank + 1)
 
         def step(sync=True):
@@ -185,8 +240,8 @@ def worker(rank, args, port, models):
         wall_m, span_m, comp_m = (statistics.median(t[k * n:(k + 1) * n]) * 1e3 for k in range(3))
         if rank == 0:
             print("%-16s %9.1f %8d %9.2f %9.2f %11.2f" % (name, total / 2.0**20, buckets, wall_m, span_m, comp_m))
-            print("result model=%s strategy=torch-ddp wall_ms=%.3f sync_ms=%.3f compute_ms=%.3f buckets=%d bytes=%d"
-                  % (name, wall_m, span_m, comp_m, buckets, total))
+            print("result model=%s strategy=%s wall_ms=%.3f sync_ms=%.3f compute_ms=%.3f buckets=%d bytes=%d"
+                  % (name, hook_label(args), wall_m, span_m, comp_m, buckets, total))
             sys.stdout.flush()
         del ddp, module
     dist.barrier()
@@ -218,6 +273,21 @@ def main(argv):
         print("ddp_torch.py: this PyTorch has no torch.distributed gloo backend", file=sys.stderr)
         return 3
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.init_method:  # one rank of a launched job
+        env = os.environ
+        rank = env.get("OMPI_COMM_WORLD_RANK", env.get("RANK"))
+        world = env.get("OMPI_COMM_WORLD_SIZE", env.get("WORLD_SIZE"))
+        if rank is None or world is None:
+            print("ddp_torch.py: --init-method: no rank in the environment (OMPI_COMM_WORLD_RANK or RANK)", file=sys.stderr)
+            return 2
+        args.ranks = int(world)
+        if args.ifname:
+            os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+        try:
+            worker(int(rank), args, 0, models)
+        except SystemExit as e:
+            return int(e.code or 0)
+        return 0
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # every rank on this host
     port = args.port or free_port()
     try:

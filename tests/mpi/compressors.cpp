@@ -295,8 +295,14 @@ TEST_CASE("compressors: the executor's state survives a save and a load (same re
     const std::int32_t wrong = r + 1;
     std::memcpy(moved.data() + rank_at, &wrong, sizeof wrong);
     CHECK_THROWS_WITH(b.ex.load_state(moved), "saved by rank " + std::to_string(r + 1));
-    for (std::size_t cut : {std::size_t{5}, st.size() / 2, st.size() - 1})
+    // a failed load leaves the state as it was, even one that fails part-way through the buckets
+    const std::string held = b.ex.save_state();
+    for (std::size_t cut : {std::size_t{5}, st.size() / 2, st.size() - 1}) {
       CHECK_THROWS_WITH(b.ex.load_state(std::string_view(st).substr(0, cut)), "'state");
+      CHECK(b.ex.save_state() == held);
+    }
+    CHECK_THROWS_WITH(b.ex.load_state(st + "x"), "'state");  // every bucket loads, then a stray byte
+    CHECK(b.ex.save_state() == held);
     CHECK_THROWS_WITH(b.ex.load_state("not a state at all, but long enough to read"), "'state'");
   }
 }

@@ -304,6 +304,25 @@ TEST_CASE("autotune proposes lossy compression only when allowed") {
   }
 }
 
+TEST_CASE("autotune keeps its proposals inside the lossy budget") {
+  const auto t = small_target();
+  auto o = small_options(40);
+  scratch_dir dir;
+  o.allow_lossy = true;
+  REQUIRE(o.lossy.allow("bf16"));  // of the lossy compressors, bf16 alone
+  keeping_runner runner;
+  const auto r = learn::autotune(t, runner, dir.path / "trials.jsonl", {}, learn::trainer{}, o);
+  CHECK(r.trials.size() == 40);
+  std::size_t bf16 = 0;
+  for (const auto& s : runner.seen)
+    for (const auto& g : s.groups) {
+      CAPTURE(compression_name(g.compression));
+      CHECK((compression_lossless(g.compression.id) || compression_name(g.compression) == "bf16"));
+      bf16 += compression_name(g.compression) == "bf16" ? 1 : 0;
+    }
+  CHECK(bf16 > 0);
+}
+
 namespace {
 // The first run of every strategy whose name ends in "7" is lucky (a tenth of its time); every
 // later run measures the synthetic record's true time.

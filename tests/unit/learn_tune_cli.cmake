@@ -7,6 +7,8 @@
 #   3. --confirm 2 on the finished records: no new strategy, the 2 best and the best baseline
 #      (when it is not one of them) run once more, and the result is the median of their runs
 #   4. an unknown runner is an error (exit 1) naming the valid ones
+#   5. --compressors / --max-compression-ratio without --allow-lossy, an unknown compressor and a
+#      ratio below 1 are errors (exit 1) naming the option
 # Run as: cmake -DAUTOSYNC=<autosync> -DWORK=<scratch dir> -P learn_tune_cli.cmake
 foreach(v AUTOSYNC WORK)
   if(NOT DEFINED ${v})
@@ -84,3 +86,17 @@ execute_process(COMMAND ${tune} --budget 1 --runner bogus WORKING_DIRECTORY "${W
 check("an unknown runner must exit 1, got ${rc}" rc EQUAL 1)
 string(FIND "${err}" "unknown runner 'bogus'" at)
 check("the error does not name the unknown runner:\n${err}" at GREATER -1)
+
+# 5. the lossy budget: only with --allow-lossy, and an unknown compressor is named
+execute_process(COMMAND ${tune} --budget 1 --compressors int8 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("--compressors without --allow-lossy must exit 1, got ${rc}" rc EQUAL 1)
+string(FIND "${err}" "--compressors" at)
+check("the error does not name --compressors:\n${err}" at GREATER -1)
+execute_process(COMMAND ${tune} --budget 1 --allow-lossy --compressors int9 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("an unknown compressor must exit 1, got ${rc}" rc EQUAL 1)
+string(FIND "${err}" "'int9' is not a compressor" at)
+check("the error does not name the unknown compressor:\n${err}" at GREATER -1)
+execute_process(COMMAND ${tune} --budget 1 --allow-lossy --max-compression-ratio 0.5 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("a compression ratio below 1 must exit 1, got ${rc}" rc EQUAL 1)
+string(FIND "${err}" "--max-compression-ratio" at)
+check("the error does not name --max-compression-ratio:\n${err}" at GREATER -1)

@@ -173,8 +173,8 @@ class executor {
   // load_state() restores it into an executor of the same strategy, plan and rank, so training
   // resumes as if it had not stopped. Between iterations (before setup() too), host runners only.
   // A snapshot of another strategy, plan, world size or rank, or truncated or altered bytes,
-  // throw autosync::error('state...') naming what does not match; the executor is then unchanged
-  // only up to the bucket that failed, so load again or rebuild it.
+  // throw autosync::error('state...') naming what does not match, and leave the executor's state
+  // as it was (a failed load part-way through the buckets restores the state held before it).
   [[nodiscard]] std::string save_state() const {
     require_idle("save_state");
     registry::state_writer w;
@@ -206,9 +206,21 @@ class executor {
     if (world != comms_->world.size() || rank != comms_->world.rank())
       throw error("state", "saved by rank " + std::to_string(rank) + " of " + std::to_string(world) + "; this is rank " +
                                std::to_string(comms_->world.rank()) + " of " + std::to_string(comms_->world.size()));
-    if constexpr (on_host) runner_->load_state(r);
-    else throw error("state", "executor: loading the compressors' state needs a host-memory backend");
-    r.finish();
+    if constexpr (on_host) {
+      registry::state_writer w;  // what this rank holds now, restored if the bytes fail part-way
+      runner_->save_state(w);
+      const std::string before = w.take();
+      try {
+        runner_->load_state(r);
+        r.finish();
+      } catch (...) {
+        registry::state_reader back(before, "state");
+        runner_->load_state(back);
+        throw;
+      }
+    } else {
+      throw error("state", "executor: loading the compressors' state needs a host-memory backend");
+    }
   }
 
   // Whether bucket b runs on the tensors where they lie (no packing; host memory only).

@@ -126,6 +126,7 @@ struct tune_options {
   bool allow_lossy = false;          // proposals (draws, neighbours, the search) may use fp16/bf16
                                      // compression: AutoSync's space had its fp16 compressors; opt-in
                                      // here because it changes what training computes
+  search::lossy_budget lossy{};      // with allow_lossy: which lossy compressors, the largest ratio
   std::function<void(const tune_progress&)> on_progress;
   // How candidates are ranked before the loop can fit (fewer than min_fit_samples, or no
   // trainer): the analytical model, or e.g. cost::default_correction (the embedded model).
@@ -240,6 +241,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       so.seed = o.seed;
       so.max_evaluations = o.search_evaluations;
       so.allow_lossy = o.allow_lossy;
+      so.lossy = o.lossy;
       auto found = search::optimize(m, c, so).strategy;
       found.name = "search";
       fixed.push_back(std::move(found));
@@ -247,6 +249,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   }
   search::space_options spo;
   spo.allow_lossy = o.allow_lossy;
+  spo.lossy = o.lossy;
   const search::space sp(m, c, spo);
   double best_seen = res.best ? median_iteration(*res.best) : std::numeric_limits<double>::infinity();
   std::size_t stale = 0;

@@ -70,7 +70,10 @@ struct wire_view {
 //                                                           buffer, or `data` rewritten in place)
 //   codec(codec_step::decode, wire, data, n, type, ranks) -> writes the bucket's sum into `data`
 // Every rank runs the same codecs in the same order. (A function object rather than a class
-// hierarchy: no <memory> in a header that every strategy reader includes.)
+// hierarchy: no <memory> in a header that every strategy reader includes.) A codec's state is
+// opaque to the executor: save_state() does not hold it, so a codec whose state must survive a
+// checkpoint (error feedback across a restart) is written as an exchange (make_exchange below),
+// whose save and load are part of the executor's state.
 enum class codec_step : std::uint8_t { encode, decode };
 using bucket_codec = std::function<wire_view(codec_step, const wire_view& wire, unsigned char* data, std::size_t elements, dtype type, int ranks)>;
 using codec_factory = std::function<bucket_codec(const param_list&, dtype, std::size_t elements)>;

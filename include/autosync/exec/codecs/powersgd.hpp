@@ -106,7 +106,8 @@ inline void orthonormalize(float* a, std::size_t n, int r) noexcept {
 
 }  // namespace detail
 
-// Step 1 on this rank: M = G + E, and P = M Q into p (rows x r, column-major). `matrix` names
+// Step 1 on this rank: M = G + E, and P = M Q into p (rows x r, column-major; each element
+// summed in double). `matrix` names
 // the matrix for the first draw of Q (the same on every rank).
 inline void compute_p(std::span<const float> g, std::size_t rows, std::size_t cols, state& st, const options& o,
                       std::uint64_t matrix, std::span<float> p) {
@@ -137,9 +138,11 @@ inline void compute_p(std::span<const float> g, std::size_t rows, std::size_t co
     float* pk = p.data() + static_cast<std::size_t>(k) * rows;
     for (std::size_t i = 0; i < rows; ++i) {
       const float* mi = st.m.data() + i * cols;
-      float s = 0.0f;
-      for (std::size_t j = 0; j < cols; ++j) s += mi[j] * qk[j];
-      pk[i] = s;
+      // accumulated in double: with a fresh random Q nearly orthogonal to M's rows, M Q is a sum
+      // of large terms that cancel, and a float sum over thousands of columns loses ~1e-4 of it
+      double s = 0.0;
+      for (std::size_t j = 0; j < cols; ++j) s += static_cast<double>(mi[j]) * qk[j];
+      pk[i] = static_cast<float>(s);
     }
   }
 }
