@@ -3,6 +3,7 @@
 
     python3 tests/bench/ddp_torch.py --model-json DIR/resnet50.json [--model-json ...]
                                      [--ranks 4] [--iters 10] [--warmup 2] [--bucket-cap-mb 25]
+                                     [--first-bucket-mb 1]
                                      [--hook allreduce|fp16|powersgd] [--powersgd-rank R]
                                      [--init-method tcp://HOST:PORT --ifname IF]
 
@@ -61,6 +62,8 @@ def parse_args(argv):
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (default: DDP's own, 25)")
+    ap.add_argument("--first-bucket-mb", type=float, default=1.0,
+                    help="DDP's first bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES; default: DDP's own, 1)")
     ap.add_argument("--port", type=int, default=0, help="rendezvous port on 127.0.0.1 (0: a free one)")
     ap.add_argument("--hook", choices=("allreduce", "fp16", "powersgd"), default="allreduce",
                     help="DDP communication hook: the default all-reduce, fp16_compress_hook or powerSGD_hook")
@@ -181,6 +184,7 @@ def worker(rank, args, port, models):
 
     for name, tensors, total in models:
         module = Grads(tensors)
+        dist._DEFAULT_FIRST_BUCKET_BYTES = int(args.first_bucket_mb * 2**20)  # DDP reads it when it builds its buckets
         ddp = DDP(module, bucket_cap_mb=args.bucket_cap_mb)
         if args.hook == "allreduce":
             state = HookState(p)

@@ -9,17 +9,24 @@
 Brings up a testbed of --hosts hosts, one rank each, at --rate, and times one iteration's gradient
 synchronization of --model (a zoo model of real structure, full size by default) with:
 
-  autosync  DDP's layout (baselines::ddp: 25 MiB buckets, first 1 MiB) with each compressor on
-            every group, run by `autosync run` (no simulated compute: every gradient is ready at
+  autosync  DDP's layout (baselines::ddp) in buckets of --bucket-mib (the first as large) with each
+            compressor on every group, run by `autosync run` (no simulated compute: every gradient is ready at
             once, so the figure is the synchronization itself, `sync_s` of the trial record):
             none, fp16, int8, top-k 1 %, PowerSGD rank 1 and 4 (compressing from the first
             iteration), Accordion over PowerSGD rank 4 <-> 1
   PyTorch   DistributedDataParallel (Debian's python3-torch, gloo) on the same tensors (the model
-            JSON `autosync sample --model-out` writes) with its default all-reduce hook,
+            JSON `autosync sample --model-out` writes), bucket_cap_mb = --bucket-mib, with its
+            default all-reduce hook,
             fp16_compress_hook and powerSGD_hook at rank 1 and 4 (tests/bench/ddp_torch.py
             --init-method: one process per host, launched by the testbed's mpirun); its `span`
             (first bucket launched -> last bucket reduced) is the synchronization, its `wall`
             adds the trivial forward and backward
+
+Both sides use one bucket for the whole model by default (--bucket-mib 1024, the first bucket as
+large): PyTorch 1.13's powerSGD_hook over gloo with more than one bucket (DDP's 25 MiB, or even
+DDP's 1 MiB first bucket and one more) issues the collectives of different buckets in a
+different order on different ranks and fails (gloo: "op.preamble.length <= op.nbytes", or a
+peer closing the connection); with no compute to overlap, bucketing changes little else here.
 
 Every variant runs --runs times, alternating, and the medians are printed with the PyTorch peer
 of each autosync compressor beside it (ratio = PyTorch span / autosync sync: > 1, autosync is
@@ -95,6 +102,7 @@ class Peers:
             s["name"] = "ddp-" + label
             for g in s["groups"]:
                 g["compression"] = value
+                g["fusion"] = {"cap_bytes": self.a.bucket_mib << 20, "first_cap_bytes": self.a.bucket_mib << 20}
             out[label] = s
         return out
 
@@ -116,7 +124,7 @@ class Peers:
         self.port += 1  # a fresh rendezvous port per run (no TIME_WAIT clash)
         r = run([str(TESTBED), "run", "--name", self.name, "--", "-np", str(self.a.hosts), self.a.python, str(DDP_TORCH),
                  "--model-json", str(self.work / "model.json"), "--iters", str(self.a.iters), "--warmup", str(self.a.warmup),
-                 "--hook", hook, "--powersgd-rank", str(rank), "--init-method", f"tcp://{HOST0}:{self.port}", "--ifname", "tb0"],
+                 "--hook", hook, "--powersgd-rank", str(rank), "--bucket-cap-mb", str(self.a.bucket_mib), "--first-bucket-mb", str(self.a.bucket_mib), "--init-method", f"tcp://{HOST0}:{self.port}", "--ifname", "tb0"],
                 timeout=900)
         line = next((l for l in r.stdout.splitlines() if l.startswith("result ")), None)
         if r.returncode != 0 or line is None:
@@ -132,7 +140,7 @@ class Peers:
                 raise SystemExit(f"compression_peers: unknown variant '{l}' (known: {', '.join(VARIANTS)})")
         has_torch = run([a.python, "-c", "import torch.distributed as d; assert d.is_gloo_available()"]).returncode == 0
         self.log(f"# compression_peers {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {a.hosts} hosts x 1 rank at {a.rate}, "
-                 f"{a.model} (scale {a.scale}), {a.iters} iterations after {a.warmup}, {a.runs} runs each alternating; "
+                 f"{a.model} (scale {a.scale}), buckets of {a.bucket_mib} MiB, {a.iters} iterations after {a.warmup}, {a.runs} runs each alternating; "
                  f"load {' '.join(open('/proc/loadavg').read().split()[:3])}; {os.cpu_count()} cores"
                  + ("" if has_torch else f"; {a.python} has no torch with gloo: PyTorch rows skipped"))
         t0 = time.monotonic()
@@ -180,13 +188,14 @@ def main():
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--bucket-mib", type=int, default=1024, help="bucket cap of both sides, the first bucket's too")
     ap.add_argument("--only", default="", help="comma-separated variants (default: all)")
     ap.add_argument("--out", default=str(root / "tests" / "data" / "compression"))
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("compression_peers: needs root (network namespaces)")
-    if a.hosts < 2 or a.iters < 1 or a.warmup < 2 or a.runs < 1:
-        raise SystemExit("compression_peers: --hosts >= 2, --iters >= 1, --warmup >= 2 (PowerSGD's hook compresses from iteration 2), --runs >= 1")
+    if a.hosts < 2 or a.iters < 1 or a.warmup < 2 or a.runs < 1 or a.bucket_mib < 1:
+        raise SystemExit("compression_peers: --hosts >= 2, --iters >= 1, --warmup >= 2 (PowerSGD's hook compresses from iteration 2), --runs >= 1, --bucket-mib >= 1")
     Peers(a).go()
 
 
