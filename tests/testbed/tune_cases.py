@@ -3,7 +3,7 @@
 
     tests/testbed/tune_cases.py [--autosync build/bin/autosync] [--out tests/data/tune]
                                 [--cases 2x2:resnet50,4x1h:ncf,...] [--budget 30] [--per-round 8]
-                                [--iters 3] [--warmup 1] [--recheck 4] [--lossless]
+                                [--iters 3] [--warmup 1] [--recheck 4] [--lossless | --compressors fp16,bf16]
                                 [--source-dir tests/data/trials] [--modes cold,transfer,pick]
 
 For every case (a testbed shape of sweep.py's SHAPES and a zoo model, scaled as the sweep scales
@@ -21,7 +21,8 @@ it) it brings the testbed up and runs `autosync tune --runner testbed:NAME` twic
             iterations per run; speedup = the best baseline's median / the pick's median. This is
             the figure a user who never runs a trial gets.
 
-Lossy compression (fp16/bf16) is in the proposals unless --lossless: AutoSync's space had its
+Lossy compression is in the proposals unless --lossless (--compressors limits it to those named,
+`autosync tune --compressors`; fp16,bf16 is AutoSync's own space): AutoSync's space had its
 fp16 compressors too. Records go to OUT/<cluster>-<model>-<mode>.jsonl (a rerun resumes them).
 
 Then it re-measures the best tuned strategy and the best baseline of each mode, alternating,
@@ -163,6 +164,8 @@ class Cases:
                    "--warmup", str(self.a.warmup)]
             if not self.a.lossless:
                 cmd.append("--allow-lossy")
+                if self.a.compressors:
+                    cmd += ["--compressors", self.a.compressors]
             if mode == "transfer":
                 cmd += ["--source", *sources]
             elif mode != "cold":
@@ -208,7 +211,7 @@ class Cases:
     def go(self):
         a = self.a
         self.log(f"# tune_cases {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: cases {a.cases}, budget {a.budget}, "
-                 f"per round {a.per_round}, iters {a.iters}, recheck {a.recheck}, lossy {'no' if a.lossless else 'yes'} (pick: no), "
+                 f"per round {a.per_round}, iters {a.iters}, recheck {a.recheck}, lossy {'no' if a.lossless else (a.compressors or 'yes')} (pick: no), "
                  f"modes {a.modes}; load {' '.join(open('/proc/loadavg').read().split()[:3])}; {os.cpu_count()} cores")
         try:
             for c in a.cases.split(","):
@@ -235,7 +238,8 @@ def main():
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--recheck", type=int, default=4)
-    ap.add_argument("--lossless", action="store_true", help="no fp16/bf16 compression in the proposals")
+    ap.add_argument("--lossless", action="store_true", help="no lossy compression in the proposals")
+    ap.add_argument("--compressors", default="", help="the lossy compressors the proposals may use (default: all)")
     ap.add_argument("--source-dir", default=str(root / "tests" / "data" / "trials"))
     ap.add_argument("--modes", default="cold,transfer", help="any of cold, transfer, pick")
     a = ap.parse_args()
