@@ -11,7 +11,10 @@
 //      parameters of learn::xgb_params), and the linear model on AutoSync's 12 features;
 //    anchor: AutoSync's simulator reached 0.83-0.94 pairwise (target here >= 0.95). Next to it,
 //    the data's own repeatability: the median of each trial's even iterations ranking the median
-//    of its odd ones (no predictor ranks measurements better than they repeat).
+//    of its odd ones (no predictor ranks measurements better than they repeat). Then the same
+//    held out by machine: leave-one-cluster-out, every testbed cluster's records predicted by
+//    models trained on the other clusters' records only. The analytical model is the iteration
+//    as the executor runs it (cost::features::executor), the base the correction multiplies.
 // 2. Autotune per testbed case (a ranking group with at least 8 distinct strategies): the loop
 //    of learn/autotune.hpp over the recorded strategies (replay runner, 4 trials per round, no
 //    baseline forced first), without and with the other cases' records pooled into every fit
@@ -95,35 +98,59 @@ int main(int argc, char** argv) {
   for (const auto& s : samples) groups.insert(s.group);
   std::printf("bench_learn_eval: %zu records in %zu files, %zu ranking groups\n\n", samples.size(), files.size(), groups.size());
 
-  // ---- 1. held-out ranking, 5-fold cross-validation by strategy ----------------------------
-  constexpr std::size_t folds = 5;
-  std::vector<double> meas, ana, cor, lin;
-  std::vector<std::string> grp;
-  for (std::size_t k = 0; k < folds; ++k) {
-    std::vector<learn::sample> train, test;
-    for (const auto& s : samples) (fnv(s.key + s.group) % folds == k ? test : train).push_back(s);
-    if (train.size() < 4 || test.empty()) continue;
-    const auto b = learn::train_booster(train);
-    const auto l = learn::fit_linear(train);
-    for (const auto& s : test) {
-      meas.push_back(s.measured);
-      ana.push_back(s.analytical);
-      cor.push_back(s.analytical * std::exp(static_cast<double>(b.predict(s.row))));
-      lin.push_back(l.predict(s.autosync));
-      grp.push_back(s.group);
+  // ---- 1. held-out ranking: 5 folds by strategy, then one machine (cluster) at a time ------
+  auto machine_of = [](const learn::sample& s) {  // the group is "model@cluster|..."
+    const auto at = s.group.find('@'), bar = s.group.find('|', at);
+    return s.group.substr(at + 1, bar - at - 1);
+  };
+  std::vector<std::string> machines;
+  for (const auto& s : samples)
+    if (std::find(machines.begin(), machines.end(), machine_of(s)) == machines.end()) machines.push_back(machine_of(s));
+  struct held_out {
+    std::vector<double> meas, ana, cor, lin;
+    std::vector<std::string> grp;
+  };
+  // fold_of(sample) in [0, folds): each fold is predicted by models trained on the others
+  auto cross_validate = [&](std::size_t folds, auto&& fold_of) {
+    held_out h;
+    for (std::size_t k = 0; k < folds; ++k) {
+      std::vector<learn::sample> train, test;
+      for (const auto& s : samples) (fold_of(s) == k ? test : train).push_back(s);
+      if (train.size() < 4 || test.empty()) continue;
+      const auto b = learn::train_booster(train);
+      const auto l = learn::fit_linear(train);
+      for (const auto& s : test) {
+        h.meas.push_back(s.measured);
+        h.ana.push_back(s.analytical);
+        h.cor.push_back(s.analytical * std::exp(static_cast<double>(b.predict(s.row))));
+        h.lin.push_back(l.predict(s.autosync));
+        h.grp.push_back(s.group);
+      }
     }
-  }
-  auto score = [&](const std::vector<double>& p) { return scores{learn::pairwise_accuracy(p, meas, grp), learn::grouped_spearman(p, meas, grp)}; };
-  const auto sa = score(ana), sc = score(cor), sl = score(lin);
+    return h;
+  };
+  constexpr std::size_t folds = 5;
+  const auto by_strategy = cross_validate(folds, [&](const learn::sample& s) { return fnv(s.key + s.group) % folds; });
+  const auto by_machine = cross_validate(machines.size(), [&](const learn::sample& s) {
+    return static_cast<std::size_t>(std::find(machines.begin(), machines.end(), machine_of(s)) - machines.begin());
+  });
+  auto print_table = [&](const held_out& h) {
+    auto score = [&](const std::vector<double>& p) { return scores{learn::pairwise_accuracy(p, h.meas, h.grp), learn::grouped_spearman(p, h.meas, h.grp)}; };
+    const auto sa = score(h.ana), sc = score(h.cor), sl = score(h.lin);
+    std::printf("   predictor                          pairwise  Spearman   pairwise / 0.94\n");
+    std::printf("   analytical (as the executor runs)     %.3f     %6.3f       %.3f\n", sa.pairwise, sa.spearman, sa.pairwise / 0.94);
+    std::printf("   analytical + GBT correction           %.3f     %6.3f       %.3f\n", sc.pairwise, sc.spearman, sc.pairwise / 0.94);
+    std::printf("   linear on AutoSync's 12 features      %.3f     %6.3f       %.3f\n", sl.pairwise, sl.spearman, sl.pairwise / 0.94);
+    std::printf("   pairs whose measured times differ by > 5 %%: analytical %.3f, GBT %.3f, linear %.3f\n",
+                learn::pairwise_accuracy(h.ana, h.meas, h.grp, 0.05), learn::pairwise_accuracy(h.cor, h.meas, h.grp, 0.05),
+                learn::pairwise_accuracy(h.lin, h.meas, h.grp, 0.05));
+  };
   std::printf("1. ranking on held-out strategies (%zu-fold CV, %zu predictions)   anchor: AutoSync simulator 0.83-0.94 pairwise, target >= 0.95\n",
-              folds, meas.size());
-  std::printf("   predictor                          pairwise  Spearman   pairwise / 0.94\n");
-  std::printf("   analytical (cost::estimate)           %.3f     %6.3f       %.3f\n", sa.pairwise, sa.spearman, sa.pairwise / 0.94);
-  std::printf("   analytical + GBT correction           %.3f     %6.3f       %.3f\n", sc.pairwise, sc.spearman, sc.pairwise / 0.94);
-  std::printf("   linear on AutoSync's 12 features      %.3f     %6.3f       %.3f\n", sl.pairwise, sl.spearman, sl.pairwise / 0.94);
-  std::printf("   pairs whose measured times differ by > 5 %%: analytical %.3f, GBT %.3f, linear %.3f\n",
-              learn::pairwise_accuracy(ana, meas, grp, 0.05), learn::pairwise_accuracy(cor, meas, grp, 0.05),
-              learn::pairwise_accuracy(lin, meas, grp, 0.05));
+              folds, by_strategy.meas.size());
+  print_table(by_strategy);
+  std::printf("   held out by machine (leave-one-cluster-out over %zu clusters, %zu predictions: no row of the machine in training)\n",
+              machines.size(), by_machine.meas.size());
+  print_table(by_machine);
   // The measurement's own repeatability bounds any predictor: the median of a trial's even
   // iterations "predicting" the median of its odd ones.
   {

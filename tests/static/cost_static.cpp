@@ -69,8 +69,9 @@ static_assert(near(hierarchical_cost(), 0.005 + 0.006 + 0.024 + 0.006));
 // ready at 2 ms in 4 shards, one per server, local replication: every node's NICs carry 3
 // pushes in + 3 pulls out for its own server (12 ms) and its push/pull to the 3 others
 // (3 x 4 ms) = 24 ms = 2(N-1)/N X beta, below each server's exchange as the executor runs it:
-// 3 pushes of 4 ms one after the other, each added (0.4 ms), then 3 pulls = 25.2 ms; after the
-// 0.6 ms local reduce, then the 0.4 ms broadcast: 2 + 0.6 + 25.2 + 0.4 = 28.2 ms.
+// 3 pushes side by side through the server's NIC (12 ms, above each sender's own 4 ms), each
+// added (0.4 ms), then 3 pulls the same way = 25.2 ms; after the 0.6 ms local reduce, then the
+// 0.4 ms broadcast: 2 + 0.6 + 25.2 + 0.4 = 28.2 ms.
 constexpr double colocated_ps_cost() {
   model_spec m;
   m.name = "one";

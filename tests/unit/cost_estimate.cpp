@@ -359,17 +359,18 @@ TEST_CASE("parameter server: co-located servers share their node's NICs") {
   // lower bound: forward 1 ms + the busiest node's NIC time 24 ms
   CHECK(p.lower_bound == Approx(0.025));
 
-  // without local replication: copies = 8 ranks, own 2, remote 6: 6 remote senders (4 ms each)
-  // and the host's other rank over its device link (4000 x 1e-7 = 0.4 ms), 7 additions of 0.4 ms:
-  // 2 x 24.4 + 2.8 = 51.6 ms. NICs: host 24 ms, others 8 ms (every node 24 + 3 x 8 = 48 ms);
-  // no local reduce/broadcast: every server [2, 53.6].
+  // without local replication: copies = 8 ranks, own 2, remote 6: 6 remote copies through the
+  // server's NIC (6 x 4 ms = 24 ms, above each sender node's 2 x 4 ms and the host's other rank
+  // over its device link, 4000 x 1e-7 = 0.4 ms), 7 additions of 0.4 ms: 2 x 24 + 2.8 = 50.8 ms.
+  // NICs: host 24 ms, others 8 ms (every node 24 + 3 x 8 = 48 ms, done at 50 ms); no local
+  // reduce/broadcast: every server [2, 52.8].
   g.replication = replication_kind::none;
   const auto q = run(m, c, uniform_strategy(m, g));
   REQUIRE(q.events.size() == 4);
-  CHECK(q.events[0].end == Approx(0.0536));
-  CHECK(q.events[1].end == Approx(0.0536));
-  CHECK(q.events[2].end == Approx(0.0536));
-  CHECK(q.iteration == Approx(0.0536));
+  CHECK(q.events[0].end == Approx(0.0528));
+  CHECK(q.events[1].end == Approx(0.0528));
+  CHECK(q.events[2].end == Approx(0.0528));
+  CHECK(q.iteration == Approx(0.0528));
 }
 
 TEST_CASE("parameter server: a co-located server on one node moves nothing through the NIC") {
@@ -397,13 +398,13 @@ TEST_CASE("parameter server: dedicated CPU servers, as the executor runs them (a
   //            30 x 35 us + 2 x 15/16 x 1e8 x 1.6e-10 + 15/16 x 1e8 x 3/320e9 = 31.929 ms;
   //            NIC occupancy 2 x 3/4 x 1e8 x 1.6e-10 = 24 ms on every node
   //   PS:      t1 = Rabenseifner reduce on 4: 4 alpha_i + 1.5 x 3e7 x 1e-10 + 0.75 x 3e7 x gamma
-  //            t2 = the executor's exchange: 4 leaders push one after the other, each added,
-  //                 then 4 pulls: 2 x 4 x (35 us + 3e7 x 1.6e-10) + 4 x 3e7 x gamma = 39.8 ms
-  //                 (BytePS's servers take the pushes side by side and overlap push and pull:
-  //                 8 x 35 us + 4 x 3e7 x 1.6e-10 = 19.48 ms; the executor does neither)
+  //            t2 = the executor's exchange: 4 leaders' pushes side by side through the
+  //                 server's NIC, each added, then 4 pulls: 2 x (35 us + 4 x 3e7 x 1.6e-10)
+  //                 + 4 x 3e7 x gamma = 39.6 ms (BytePS's servers also overlap push and pull
+  //                 and hide the sums: 8 x 35 us + 4 x 3e7 x 1.6e-10 = 19.48 ms)
   //            t3 = scatter-allgather broadcast on 4: 5 alpha_i + 1.5 x 3e7 x 1e-10
   //            each worker node's NICs: 3e7 x 1.6e-10 = 4.8 ms per server, 9.6 ms in all
-  //   shared NICs (8): 24 + 9.6 = 33.6 ms, below the PS lanes: iteration t1 + t2 + t3 = 49.0 ms,
+  //   shared NICs (8): 24 + 9.6 = 33.6 ms, below the PS lanes: iteration t1 + t2 + t3 = 48.8 ms,
   //   above the node cut of all X = 1.6e8 B: 2 x 3/4 x 1.6e8 x 1.6e-10 = 38.4 ms (BytePS's
   //   exchange would be 33.6 ms, below it).
   model_spec m;
@@ -431,7 +432,7 @@ TEST_CASE("parameter server: dedicated CPU servers, as the executor runs them (a
   const auto p = run(m, bps, s);
   REQUIRE(p.events.size() == 3);
   const double lane0 = 30 * alpha + 2.0 * 15 / 16 * 1e8 * beta + 15.0 / 16 * 1e8 * gamma;
-  const double t1 = 4 * ai + 1.5 * 3e7 * bi + 0.75 * 3e7 * gamma, t2 = 2 * 4 * (alpha + 3e7 * beta) + 4 * 3e7 * gamma,
+  const double t1 = 4 * ai + 1.5 * 3e7 * bi + 0.75 * 3e7 * gamma, t2 = 2 * (alpha + 4 * 3e7 * beta) + 4 * 3e7 * gamma,
                t3 = 5 * ai + 1.5 * 3e7 * bi;
   CHECK(lane0 == Approx(0.031929).epsilon(1e-4));
   for (const auto& e : p.events) {

@@ -141,11 +141,13 @@ TEST_CASE("features: a dedicated parameter server, transmission and latency by h
   group_desc g;
   g.architecture = architecture_kind::parameter_server;
   const auto f = cost::compute_features(m, c, one_group(m, g));
-  // each tensor: the server takes 2 pushes one after the other (0.1 ms + 4000 B x 1 us/B each),
-  // adds each (4000 B x 0.5 us/B), then sends 2 pulls: 2 x 2 x 4.1 ms + 2 x 2 ms = 20.4 ms; the
-  // server takes the tensors one after another from 2 ms on
-  const double transfer = 2 * 2 * (1e-4 + 4000 * 1e-6) + 2 * 4000 * 5e-7;
+  // each tensor: 2 pushes flow side by side into the server's NIC (0.1 ms + 2 x 4000 B x 1 us/B,
+  // above each worker's own 4000 B x 1 us/B), each added (4000 B x 0.5 us/B), then 2 pulls out
+  // the same way: 2 x 8.1 ms + 2 x 2 ms = 20.2 ms; the server takes the tensors one after another
+  // from 2 ms on
+  const double transfer = 2 * (1e-4 + 2 * 4000 * 1e-6) + 2 * 4000 * 5e-7;
   CHECK(f.analytical.iteration == Approx(0.002 + 4 * transfer));
+  CHECK(f.executor == Approx(f.analytical.iteration));  // one server: the executor runs it so too
   CHECK(f.autosync[0] == Approx(4 * transfer));  // ps_transmission_max
   CHECK(f.autosync[1] == Approx(4 * transfer));  // ps_transmission_sum
   CHECK(f.autosync[4] == Approx(4 * 2 * 1e-4));  // ps_latency: 4 transfers x 2 alpha

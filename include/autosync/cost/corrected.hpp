@@ -1,9 +1,10 @@
 // autosync/cost/corrected.hpp — the analytical estimate, corrected by a learned model.
 //
-//   corrected iteration = analytical iteration x exp(correction.predict(features.row))
+//   corrected iteration = executor iteration x exp(correction.predict(features.row))
 //
-// where the correction was trained (learn/) on y = log(measured / analytical) over trial
-// records, and features.row is cost::compute_features (cost/features.hpp). Any type with
+// where the executor iteration is max(estimate, cost::serial_replay) (features::executor: what
+// the executors run, one bucket at a time) and the correction was trained (learn/) on
+// y = log(measured / executor iteration) over trial records, and features.row is cost::compute_features (cost/features.hpp). Any type with
 // `float predict(std::span<const float>) const` and `std::size_t num_features() const` is a
 // correction (`cost::Correction`, cost/correction.hpp): gbt::forest (the tree evaluator, no
 // XGBoost needed at inference), learn::xgb_booster while training, or a user's own model.
@@ -30,8 +31,9 @@ namespace autosync::cost {
 
 struct corrected_prediction {
   prediction analytical;     // cost::estimate (with its timeline)
-  double log_factor = 0.0;   // the correction's output: log(measured / analytical) predicted
-  double iteration = 0.0;    // analytical.iteration x exp(log_factor)
+  double executor = 0.0;     // max(analytical.iteration, cost::serial_replay) (without a correction: the estimate)
+  double log_factor = 0.0;   // the correction's output: log(measured / executor) predicted
+  double iteration = 0.0;    // executor x exp(log_factor)
 };
 
 namespace detail {
@@ -56,9 +58,10 @@ template <class F>
   const auto ft = compute_features(m, c, s);
   corrected_prediction r;
   r.analytical = ft.analytical;
+  r.executor = ft.executor;
   r.log_factor = static_cast<double>(f.predict(std::span<const float>(ft.row)));
   if (!std::isfinite(r.log_factor)) throw error("correction", "predicted a non-finite log factor for strategy '" + s.name + "'");
-  r.iteration = r.analytical.iteration * std::exp(r.log_factor);
+  r.iteration = r.executor * std::exp(r.log_factor);
   return r;
 }
 
@@ -79,14 +82,15 @@ class corrected_evaluator {
     corrected_prediction r;
     if (!predict_) {
       r.analytical = estimate(m, c, s);
-      r.iteration = r.analytical.iteration;
+      r.executor = r.iteration = r.analytical.iteration;
       return r;
     }
     const auto ft = compute_features(m, c, s);
     r.analytical = ft.analytical;
+    r.executor = ft.executor;
     r.log_factor = predict_(std::span<const float>(ft.row));
     if (!std::isfinite(r.log_factor)) throw error("correction", "predicted a non-finite log factor for strategy '" + s.name + "'");
-    r.iteration = r.analytical.iteration * std::exp(r.log_factor);
+    r.iteration = r.executor * std::exp(r.log_factor);
     return r;
   }
 

@@ -4,7 +4,11 @@
 // collectives have launch overheads, real NICs do not reach their line rate, real overlap is
 // partial. The learned correction (cost/corrected.hpp, learn/) predicts
 //
-//     y = log(measured iteration / analytical iteration)
+//     y = log(measured iteration / executor iteration)
+//
+// where the executor iteration is max(estimate, cost::serial_replay): the estimate runs
+// parameter-server lanes beside each other and beside the collective lane, the executors one
+// bucket at a time (cost/replay.hpp), so the correction learns what neither model holds.
 //
 // from a fixed-length row of features computed here, deterministically, from the estimate's
 // own timeline. Two sets:
@@ -41,6 +45,7 @@
 #include <autosync/cost/estimate.hpp>
 #include <autosync/error.hpp>
 #include <autosync/cost/fabric.hpp>
+#include <autosync/cost/replay.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/items.hpp>
@@ -79,6 +84,7 @@ using autosync_row = std::array<double, autosync_feature_count>;
 
 struct features {
   prediction analytical;   // cost::estimate with its timeline
+  double executor = 0.0;   // max(analytical.iteration, cost::serial_replay): the correction's base
   feature_row row{};       // the learned correction's input
   autosync_row autosync{}; // AutoSync's 12 aggregates, seconds
 };
@@ -103,6 +109,7 @@ namespace detail {
   out.analytical = detail::run(m, x, s, options{.timeline = true}, ws, &bks);
   const auto& p = out.analytical;
   const fabric& f = x.fab;
+  out.executor = std::max(p.iteration, serial_replay(p, bks, items, s, f).iteration);
   const double it = p.iteration > 0.0 ? p.iteration : 1.0;
   const std::size_t S = f.servers.size(), G = s.groups.size();
 

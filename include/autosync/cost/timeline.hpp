@@ -198,18 +198,23 @@ constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local,
   const double net_bw = remote * B * srv.nic.beta;
   const double own_bw = local ? 0.0 : own * B * f.intra.beta;
   server_bw_part = std::max(net_bw, own_bw);
-  // The exchange as exec/collectives/ps_push_pull.hpp runs it: the server receives the pushes one
-  // sender after another (blocking, in rank order), adding each, then sends the sum back one
-  // receiver after another; a message moves at the slower of its two ends.
-  double one_way = 0.0;  // one pass over the senders: the pulls (the pushes add the summing)
+  // The exchange as exec/collectives/ps_push_pull.hpp runs it over MPI: the server posts its
+  // receives in rank order, but the senders' messages are already under way (each blocking send
+  // fills its socket buffers), so the pushes flow side by side, bounded by the server's NIC (all
+  // remote copies), each sender's NIC (its own copies) and the host's device links (its other
+  // ranks); the server adds each push on arrival; then the pulls flow out the same way. One
+  // latency per direction (the messages' flights overlap).
+  double alpha = 0.0, slowest = 0.0;
   for (std::size_t k = 0; k < f.workers.size(); ++k) {
     if (static_cast<int>(k) == h) continue;
     const auto& w = f.workers[k];
     const double c = local ? 1.0 : w.ranks;
-    one_way += c * (std::max(w.nic.alpha, srv.nic.alpha) + B * std::max(w.nic.beta, srv.nic.beta));
+    alpha = std::max(alpha, std::max(w.nic.alpha, srv.nic.alpha));
+    slowest = std::max(slowest, c * B * w.nic.beta);
   }
   const double own_senders = local || own < 1.0 ? 0.0 : own - 1.0;  // the host's other ranks, over its device links
-  one_way += own_senders * (f.intra.alpha + B * f.intra.beta);
+  if (own_senders > 0.0) alpha = std::max(alpha, f.intra.alpha);
+  const double one_way = alpha + std::max({net_bw, slowest, own_senders * B * f.intra.beta});
   const double senders = remote + own_senders;
   j.t1 = local && f.g > 1 ? reduce(f.g, B, f.intra.alpha, f.intra.beta, f.gamma) : 0.0;
   j.t2 = 2.0 * one_way + senders * B * f.gamma;  // pushes, each added on arrival, then pulls

@@ -4,7 +4,8 @@
 //
 // * measured   the median of the record's iteration_s (the maxima over the ranks): the median
 //              of a handful of iterations shrugs off one slow outlier.
-// * analytical cost::estimate of the recorded strategy for the recorded model and cluster,
+// * analytical the recorded strategy's iteration as the executor runs it (features::executor:
+//              max(cost::estimate, cost::serial_replay)) for the recorded model and cluster,
 //              with the model's FLOPs scaled by the run's settings.compute_scale (the run slept
 //              backward_flops / device_flops x compute_scale per tensor; 0 simulated no
 //              compute, so the analytical iteration is then communication only). This is the
@@ -41,7 +42,7 @@ namespace autosync::learn {
 struct sample {
   cost::feature_row row{};
   cost::autosync_row autosync{};
-  double analytical = 0.0;  // predicted iteration, seconds (compute scaled as the run did)
+  double analytical = 0.0;  // predicted iteration as the executor runs it (features::executor), seconds (compute scaled as the run did)
   double measured = 0.0;    // median measured iteration, seconds
   std::string group;        // ranking group (see the header comment)
   std::string key;          // the strategy without its name
@@ -87,7 +88,7 @@ struct sample {
   sample s;
   s.row = f.row;
   s.autosync = f.autosync;
-  s.analytical = f.analytical.iteration;
+  s.analytical = f.executor;
   s.measured = median_iteration(r);
   if (!(s.analytical > 0.0)) throw error("predicted", "the analytical iteration of strategy '" + r.strategy.name + "' is 0: no target");
   if (!(s.measured > 0.0)) throw error("iterations", "the measured iterations of strategy '" + r.strategy.name + "' are 0: no target");

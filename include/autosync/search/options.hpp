@@ -31,9 +31,10 @@
 // puts it within epsilon of B and its score is within epsilon + uncertainty_weight x |log
 // factor of B| of B's (distinctions finer than the correction's own size are not trusted;
 // search/pick.hpp). Without a correction, score = analytical iteration. With serial_executor (the
-// default) a strategy with parameter servers is scored x max(1, serial replay / estimate): the
-// executors run one bucket at a time, the model's server lanes run in parallel
-// (search/serial.hpp says where the two agree).
+// default) a strategy with parameter servers or a priority group is scored by max(estimate,
+// serial replay): the executors run one bucket at a time and agree on readiness before every
+// launch of a priority plan, the model's server lanes run in parallel (cost/replay.hpp says
+// where the two agree); a correction multiplies that same executor time (features::executor).
 #pragma once
 
 #include <autosync/cost/corrected.hpp>

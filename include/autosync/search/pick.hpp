@@ -92,7 +92,7 @@ class picker {
  private:
   struct scored {
     double score = 0.0, log_factor = 0.0;
-    double model = 0.0;  // the analytical estimate (x serial replay / estimate with serial_executor)
+    double model = 0.0;  // the analytical estimate (max with the serial replay with serial_executor)
   };
   [[nodiscard]] bool within(const scored& x) const { return x.score <= thr_score_ && x.model <= thr_model_; }
   [[nodiscard]] scored score(const strategy_desc& s) const {
@@ -101,11 +101,15 @@ class picker {
       r.model = ev_(s).iteration;
     } else {
       const auto p = o_.correction(m_, c_, s);
-      r.model = p.analytical.iteration;
+      r.model = o_.serial_executor ? p.executor : p.analytical.iteration;  // the correction's base: the executor's iteration
       r.log_factor = p.log_factor;
     }
-    const bool ps = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; });
-    if (o_.serial_executor && ps) {
+    // the replay differs from the estimate with parameter servers and with priority groups
+    // (readiness rounds); with a correction the features already hold it (features::executor)
+    const bool differs = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) {
+      return g.architecture == architecture_kind::parameter_server || g.schedule == schedule_kind::priority;
+    });
+    if (o_.serial_executor && differs && !o_.correction.corrected()) {
       const auto sr = serial_replay(m_, c_, s);
       if (sr.estimate > 0.0) r.model *= std::max(1.0, sr.iteration / sr.estimate);
     }
