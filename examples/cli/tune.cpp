@@ -126,6 +126,7 @@ int run_tune(const tune_opts& o, const char* argv0) {
   if (o.np % t.ranks_per_node != 0) throw error("--ranks-per-node", "must divide --np");
   t.settings = {o.warmup, o.compute_scale, o.seed};
   t.iterations = o.iters;
+  (void)lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);  // a bad budget fails before anything is printed or run
   std::vector<learn::sample> source;
   if (!o.source.empty()) {
     const auto g = t.group();

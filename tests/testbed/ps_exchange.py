@@ -35,6 +35,15 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
+def tc_rate(text):
+    """A tc rate ("1gbit", "500mbit", "800kbit", "100000000bit") in bits/s."""
+    t = text.strip().lower()
+    for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)):
+        if t.endswith(unit):
+            return float(t[: -len(unit)]) * scale
+    raise SystemExit(f"ps_exchange: cannot read the rate '{text}' (e.g. 1gbit, 500mbit)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--autosync", default="build/bin/autosync")
@@ -44,6 +53,8 @@ def main():
     ap.add_argument("--out", default="tests/data/ps")
     a = ap.parse_args()
     rates = a.rates.split(",")
+    for x in rates:
+        tc_rate(x)
     sizes = [int(x) for x in a.kib.split(",")]
     if len(rates) < 2 or any(k <= 0 for k in sizes) or a.iters < 1:
         sys.exit("ps_exchange: need two or more --rates, positive --kib and --iters >= 1")
@@ -65,8 +76,7 @@ def main():
                  "--rates", ",".join(rates), "--cluster-out", str(cluster)])
         if r.returncode != 0:
             sys.exit(f"ps_exchange: testbed up failed:\n{r.stdout}")
-        nodes = json.loads(cluster.read_text())["nodes"]
-        beta = [1.0 / n["nic"]["bandwidth"] for n in nodes]
+        beta = [8.0 / tc_rate(x) for x in rates]  # seconds per byte of each host's shaper
         log(f"# ps_exchange {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: hosts at {a.rates}, one rank each, "
             f"{a.iters} iterations (median), one f32 tensor per run on one server")
         log(f"{'KiB':>6} {'server':>7} {'measured':>10} {'model':>10} {'serial':>10} {'meas/model':>11} {'meas/serial':>12}")

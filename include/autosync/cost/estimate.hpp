@@ -60,8 +60,8 @@
 //                                    pull on g ranks (cost::reduce / cost::broadcast)
 //                        transfer = local reduce + exchange + local broadcast. On the testbed
 //                        (4 hosts at 1 Gb/s to 100 Mb/s, one server, 64 KiB-1 MiB) the measured
-//                        exchange is 1.09-1.32x this; on a fast server behind slow senders it is
-//                        0.68-0.78x the messages one after another. (BytePS also overlaps push
+//                        exchange is 0.95-1.39x this; on a fast server behind slow senders it is
+//                        0.64-0.82x the messages one after another. (BytePS also overlaps push
 //                        and pull and hides the sums; the executor does neither.)
 //                        NIC occupancy of the transfer on worker node k, max(out, in) beta_k:
 //                          k != h   c_k B beta_k        (c_k B out: push; c_k B in: pull)

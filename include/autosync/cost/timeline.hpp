@@ -163,11 +163,18 @@ struct workspace {
     std::int64_t wire = -1;
     double t1 = 0.0, t2 = 0.0, lb = 0.0, nic = 0.0;
   };
-  static constexpr std::size_t collective_memo_slots = 16;
+  static constexpr std::size_t collective_memo_log2 = 4;  // 16 slots per group
+  static constexpr std::size_t collective_memo_slots = std::size_t{1} << collective_memo_log2;
   std::vector<collective_memo> coll_memo;  // groups x collective_memo_slots
 };
 
 namespace detail {
+
+// The slot of a direct-mapped memo of 2^log2 slots for an integral key (Fibonacci hashing: the
+// top log2 bits of key x 2^64 / phi), shared by the per-server and the per-group memos.
+[[nodiscard]] constexpr std::size_t memo_slot(std::uint64_t key, std::size_t log2) noexcept {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - log2));
+}
 
 [[nodiscard]] constexpr bool floating(dtype t) noexcept {
   return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;

@@ -79,7 +79,7 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
 constexpr void fill_ps_transfer(const context& x, workspace& ws, workspace::job& t, std::size_t sv, double B, bool local) {
   t.lane = 1 + static_cast<int>(sv);
   t.bytes = static_cast<std::int64_t>(B);
-  const auto slot = (static_cast<std::uint64_t>(B) * 0x9E3779B97F4A7C15ull) >> (64 - workspace::ps_memo_log2);
+  const auto slot = memo_slot(static_cast<std::uint64_t>(B), workspace::ps_memo_log2);
   auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
   if (memo.bytes != B || memo.local != local) {
     double bw_part = 0.0;
@@ -178,7 +178,7 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   j.comp = ob.comp_flops / flops;
   if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, g.local);
   else {
-    const auto slot = (static_cast<std::uint64_t>(ob.wire) * 0x9E3779B97F4A7C15ull) >> 60;  // 16 slots
+    const auto slot = memo_slot(static_cast<std::uint64_t>(ob.wire), workspace::collective_memo_log2);
     fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot]);
   }
   ob = workspace::open_bucket{};
