@@ -34,8 +34,11 @@
 // what the executor does.
 #pragma once
 
+#include <autosync/cluster.hpp>
+#include <autosync/cost/estimate.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/timeline.hpp>
+#include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/items.hpp>
 
@@ -141,6 +144,23 @@ struct replay_result {
     t = std::max(t, bs[pick].ready) + busy[pick] + launches[pick] * round;
   }
   return {std::max(p.forward + p.backward, t), ps_any};
+}
+
+// The estimate of s (with its timeline) and its replay, from one evaluation: the buckets and
+// items the replay reads are the ones the estimate made.
+struct replayed_estimate {
+  prediction estimate;
+  replay_result replay;
+};
+[[nodiscard]] inline replayed_estimate estimate_and_replay(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
+  const auto x = make_context(m, c);
+  workspace ws;
+  expand_into(ws.items, m, c, s, x.position);
+  std::vector<bucket> bs;
+  replayed_estimate r;
+  r.estimate = detail::run(m, x, s, options{.timeline = true}, ws, &bs);
+  r.replay = serial_replay(r.estimate, bs, ws.items, s, x.fab);
+  return r;
 }
 
 }  // namespace autosync::cost

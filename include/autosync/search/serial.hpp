@@ -9,12 +9,9 @@
 #pragma once
 
 #include <autosync/cluster.hpp>
-#include <autosync/cost/estimate.hpp>
-#include <autosync/cost/fabric.hpp>
 #include <autosync/cost/replay.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
-#include <autosync/strategy/items.hpp>
 
 namespace autosync::search {
 
@@ -25,11 +22,8 @@ struct serial_result {
 };
 
 [[nodiscard]] inline serial_result serial_replay(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
-  const auto p = cost::estimate(m, c, s, cost::options{.timeline = true});
-  const auto bs = cost::buckets(m, c, s);
-  const auto items = expand(m, c, s);
-  const auto r = cost::serial_replay(p, bs, items, s, cost::make_fabric(c));
-  return {r.iteration, p.iteration, r.parameter_servers};
+  const auto r = cost::estimate_and_replay(m, c, s);
+  return {r.replay.iteration, r.estimate.iteration, r.replay.parameter_servers};
 }
 
 }  // namespace autosync::search
