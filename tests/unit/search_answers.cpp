@@ -64,11 +64,17 @@ TEST_CASE("complexity: groups first, then aspects that differ from the defaults"
   group_desc g;
   g.topology = topology_value{topology_kind::hierarchical, topology_kind::halving_doubling, topology_kind::halving_doubling};
   g.fusion = fusion_value{25u << 20, 25u << 20};
-  CHECK(search::non_default_aspects(g) == 2);
+  CHECK(search::non_default_aspects(g) == 4);  // the hierarchy, its two non-ring levels, the fusion
   g.schedule = schedule_kind::priority;
-  CHECK(search::non_default_aspects(g) == 3);
+  CHECK(search::non_default_aspects(g) == 5);
+  // a topology counts its steps from the flat ring
+  CHECK(search::topology_steps(topology_value{}) == 0);
+  CHECK(search::topology_steps(topology_value{topology_kind::halving_doubling}) == 1);
+  CHECK(search::topology_steps(topology_value{topology_kind::hierarchical, topology_kind::ring, topology_kind::ring}) == 1);
+  CHECK(search::topology_steps(topology_value{topology_kind::hierarchical, topology_kind::ring, topology_kind::halving_doubling}) == 2);
+  CHECK(search::topology_steps(topology_value{topology_kind::hierarchical, topology_kind::tree, topology_kind::halving_doubling}) == 3);
   const auto m = zoo::make_model("resnet50");
-  CHECK(search::complexity_of(one_group_per_tensor(m, 1, g)) == search::complexity{1, 3});
+  CHECK(search::complexity_of(one_group_per_tensor(m, 1, g)) == search::complexity{1, 5});
   CHECK(search::complexity{1, 9} < search::complexity{2, 0});
   CHECK(search::complexity{2, 1} < search::complexity{2, 2});
 }
@@ -117,7 +123,10 @@ TEST_CASE("optimize: when many strategies reach the lower bound, the answer is o
   CHECK(r.best_prediction >= r.prediction.lower_bound);
   CHECK(r.best_prediction <= r.prediction.lower_bound * 1.01);  // the floor, within the last bucket's tail
   CHECK(r.strategy.groups.size() == 1);
-  CHECK(r.prediction.iteration <= r.best_prediction * (1.0 + search::default_epsilon));
+  // within epsilon of the best-scored candidate as the executor runs it (the estimate's fastest
+  // may be a parameter-server strategy the serial replay prices higher)
+  CHECK(r.best_prediction <= r.reference);
+  CHECK(r.serial_iteration <= r.reference * (1.0 + search::default_epsilon));
   CHECK(r.simplicity == search::complexity_of(r.strategy));
   CHECK(r.score == r.prediction.iteration);
   CHECK_FALSE(r.reranked);

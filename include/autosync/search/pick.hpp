@@ -97,21 +97,21 @@ class picker {
   [[nodiscard]] bool within(const scored& x) const { return x.score <= thr_score_ && x.model <= thr_model_; }
   [[nodiscard]] scored score(const strategy_desc& s) const {
     scored r;
-    if (!o_.correction.corrected()) {
-      r.model = ev_(s).iteration;
-    } else {
-      const auto p = o_.correction(m_, c_, s);
-      r.model = o_.serial_executor ? p.executor : p.analytical.iteration;  // the correction's base: the executor's iteration
-      r.log_factor = p.log_factor;
-    }
     // the replay differs from the estimate with parameter servers and with priority groups
     // (readiness rounds); with a correction the features already hold it (features::executor)
     const bool differs = std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) {
       return g.architecture == architecture_kind::parameter_server || g.schedule == schedule_kind::priority;
     });
-    if (o_.serial_executor && differs && !o_.correction.corrected()) {
-      const auto sr = serial_replay(m_, c_, s);
+    if (o_.correction.corrected()) {
+      const auto p = o_.correction(m_, c_, s);
+      r.model = o_.serial_executor ? p.executor : p.analytical.iteration;  // the correction's base: the executor's iteration
+      r.log_factor = p.log_factor;
+    } else if (o_.serial_executor && differs) {
+      const auto sr = serial_replay(m_, c_, s);  // the estimate and the replay of one evaluation
+      r.model = sr.estimate;
       if (sr.estimate > 0.0) r.model *= std::max(1.0, sr.iteration / sr.estimate);
+    } else {
+      r.model = ev_(s).iteration;
     }
     r.score = r.model * std::exp(r.log_factor + o_.uncertainty_weight * std::abs(r.log_factor));
     return r;
@@ -134,7 +134,7 @@ class picker {
   }
 
   // Each aspect of g alone back to its default (group_desc{}); the architecture with the
-  // default topology.
+  // default topology; each level of a hierarchy back to ring.
   template <class Try>
   static void simplify_group(const group_desc& g, Try&& attempt) {
     const group_desc d{};
@@ -149,6 +149,10 @@ class picker {
       x.topology = d.topology;
     });
     with([&](group_desc& x) { x.topology = d.topology; });
+    if (g.topology.kind == topology_kind::hierarchical) {  // a level of the hierarchy back to ring
+      with([&](group_desc& x) { x.topology.inter = topology_kind::ring; });
+      with([&](group_desc& x) { x.topology.intra = topology_kind::ring; });
+    }
     with([&](group_desc& x) { x.schedule = d.schedule; });
     with([&](group_desc& x) { x.partitioner = d.partitioner; });
     with([&](group_desc& x) { x.compression = d.compression; });

@@ -40,12 +40,22 @@ struct complexity {
   friend constexpr auto operator<=>(const complexity&, const complexity&) = default;
 };
 
-// The aspects of g that differ from the default group strategy (group_desc{}).
+// The ways topology t differs from the default flat ring: a flat algorithm other than ring
+// counts one; a hierarchy counts one, plus one for each level that is not a ring
+// (hierarchical<ring, ring> is one step from the default, hierarchical<ring, halving_doubling>
+// two), so that of two hierarchies the model prices alike the plainer is answered.
+[[nodiscard]] constexpr std::size_t topology_steps(const topology_value& t) noexcept {
+  if (t.kind != topology_kind::hierarchical) return std::size_t{t.kind != topology_kind::ring};
+  return 1 + std::size_t{t.intra != topology_kind::ring} + std::size_t{t.inter != topology_kind::ring};
+}
+
+// The aspects of g that differ from the default group strategy (group_desc{}); a topology
+// counts its topology_steps.
 [[nodiscard]] constexpr std::size_t non_default_aspects(const group_desc& g) noexcept {
   const group_desc d{};
   return std::size_t{g.architecture != d.architecture} + std::size_t{!(g.partitioner == d.partitioner)} +
          std::size_t{!(g.placement == d.placement)} + std::size_t{g.replication != d.replication} +
-         std::size_t{!(g.topology == d.topology)} + std::size_t{g.compression != d.compression} +
+         topology_steps(g.topology) + std::size_t{g.compression != d.compression} +
          std::size_t{!(g.fusion == d.fusion)} + std::size_t{g.schedule != d.schedule};
 }
 
