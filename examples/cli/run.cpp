@@ -63,6 +63,7 @@ struct run_opts {
   int ranks_per_node = 0;  // 0: from the cluster
   int iters = 10, warmup = 2;
   std::uint64_t seed = 1;
+  std::string pack = "automatic";  // exec::packing
 };
 
 #ifdef AUTOSYNC_HAS_MPI
@@ -131,6 +132,7 @@ int run_run(const run_opts& ro, program& prog) {
     so.cluster = c;
     so.ranks_per_node = rpn;
     so.reduce = reduction::sum;  // the synthetic gradients' sums are checked
+    so.pack = ro.pack == "always" ? exec::packing::always : ro.pack == "never" ? exec::packing::never : exec::packing::automatic;
     run = std::make_unique<session<mpi_backend>>(world, m, strategy_file{ro.strategy}, so);
     auto& s = *run;
     for (const auto& g : s.strategy().groups) lossy = lossy || (is_extension_id(g.compression.id) && !compression_lossless(g.compression.id));
@@ -240,6 +242,11 @@ subcommand add_run(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--records", ro->records, "append a trial record (JSON Lines) to this file");
   sub->add_option("--seed", ro->seed, "seed of the synthetic gradients")->capture_default_str();
+  sub->add_option("--pack", ro->pack,
+                  "how a fused bucket reaches the wire: automatic (summed where the tensors lie when their runs are large "
+                  "enough), always (packed into one buffer), never (always where they lie)")
+      ->check(CLI::IsMember({"automatic", "always", "never"}))
+      ->capture_default_str();
   return {sub, [ro](program& prog) { return run_run(*ro, prog); }};
 }
 

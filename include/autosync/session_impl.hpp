@@ -206,6 +206,7 @@ session<B>::session(B& world, model_spec model, strategy_source source, session_
   eo.average = d.opt.reduce == reduction::average;
   eo.error_feedback = d.opt.error_feedback;
   eo.pack = d.opt.pack;
+  eo.direct_run_bytes = exec::direct_run_bytes_for(d.cluster, d.p, d.rpn);
   eo.timeout = d.opt.timeout;
   d.ex.emplace(d.comms, d.model, std::move(pl), eo);
   d.ex->on_bucket_done([&d](std::uint32_t b) { d.bucket_done(b); });

@@ -2,12 +2,14 @@
 // keys, feeds), the properties every plan has over random models x strategies (every element
 // of every tensor covered exactly once, one dtype and one server per bucket, fused offsets
 // dense, a pure function), fingerprints, and the errors of bad layouts.
+#include <autosync/exec/executor_options.hpp>
 #include <autosync/exec/plan.hpp>
 
 #include "../common/random_strategies.hpp"
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -261,4 +263,25 @@ TEST_CASE("plan: bad layouts and strategies are errors naming the field") {
   bad.assignments[0].group = 5;
   CHECK(field(bad, {4, 2}) == "assignments[0].group");
   CHECK(field(s, {3, 1}) == "no error");  // the layout need not match the cluster
+}
+
+TEST_CASE("packing threshold: per-message latency x copy rate, never below 32 KiB") {
+  CHECK(direct_run_bytes_for(0.0, 0.0) == direct_run_bytes);
+  CHECK(direct_run_bytes_for(0.5e-6, 8e9) == direct_run_bytes);  // shared memory: 4 KB, the floor
+  CHECK(direct_run_bytes_for(24e-6, 4e9) == 96000u);              // the testbed's NIC: 96 KB
+  CHECK(direct_run_bytes_for(std::numeric_limits<double>::quiet_NaN(), 4e9) == direct_run_bytes);
+  CHECK(direct_run_bytes_for(-1.0, 4e9) == direct_run_bytes);
+  CHECK(direct_run_bytes_for(10.0, 1e12) == std::size_t{1} << 30);
+  // on a cluster: the NICs' latency when the ranks span nodes, the device links' on one node
+  cluster_spec c;
+  node_spec n;
+  n.devices = 2;
+  n.intra = link{8e9, 0.5e-6};
+  n.nic = link{62.5e6, 24e-6};
+  n.reduce_bandwidth = 4e9;
+  c.nodes.assign(2, n);
+  c.nodes[1].reduce_bandwidth = 5e9;  // the slower copy rate counts
+  CHECK(direct_run_bytes_for(c, 4, 2) == 96000u);
+  CHECK(direct_run_bytes_for(c, 2, 2) == direct_run_bytes);  // one node
+  CHECK(direct_run_bytes_for(c, 4, 0) == direct_run_bytes);
 }

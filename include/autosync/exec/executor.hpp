@@ -39,7 +39,9 @@
 // or both levels of a hierarchical all-reduce) of several segments runs on the tensors where they
 // lie (exec::segmented: each ring / halving step addresses its block as runs of the user's
 // buffers, summed there, one message per run; no pack or unpack copy) when its runs are large
-// (options.pack: automatic = at least direct_run_bytes per run on average; never; always).
+// (options.pack: automatic = at least options.direct_run_bytes per run on average, by default
+// exec::direct_run_bytes, and what the session derives from the cluster's links:
+// direct_run_bytes_for; never; always).
 // Otherwise a bucket runs in place when this iteration's buffers happen to hold its segments
 // back to back in fused order (checked per bucket and iteration), or packed into one scratch
 // buffer (one bucket is in flight at a time).
@@ -231,7 +233,9 @@ class executor {
 
   // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
   // decides, so every rank decides alike; see the header comment and exec/host_buckets.hpp).
-  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept { return host_bucket_runner<B>::direct(b, mode); }
+  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode, std::size_t run_bytes = exec::direct_run_bytes) noexcept {
+    return host_bucket_runner<B>::direct(b, mode, run_bytes);
+  }
 
   // The handshake (on the calling thread; every rank must call it), then the thread starts.
   // Throws on every rank when the ranks were given different models, strategies, layouts or
@@ -250,7 +254,8 @@ class executor {
     const std::array<std::int64_t, R> mine{
         static_cast<std::int64_t>(plan_.model_fingerprint), static_cast<std::int64_t>(plan_.strategy_fingerprint),
         static_cast<std::int64_t>(plan_hash(plan_)), static_cast<std::int64_t>(plan_.group_fingerprints.size()),
-        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0) | (static_cast<int>(opt_.pack) << 2)};
+        (opt_.average ? 1 : 0) | (opt_.error_feedback ? 2 : 0) | (static_cast<std::int64_t>(opt_.pack) << 2) |
+            (static_cast<std::int64_t>(std::min<std::size_t>(opt_.direct_run_bytes, std::size_t{1} << 40)) << 4)};
     std::vector<std::int64_t> all(R * static_cast<std::size_t>(p));
     w.all_gather(mine.data(), all.data(), R, dtype::i64);
     auto rec = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * R + k]; };
@@ -284,7 +289,7 @@ class executor {
       }
       if (rec(bad, 0) != rec(ref, 0)) throw error("model", "model mismatch: " + who + " (tensor names, shapes, dtypes or ready order)");
       if (rec(bad, 2) != rec(ref, 2)) throw error("plan", "plan mismatch: " + who + " (compiled for another cluster or layout)");
-      throw error("options", "options mismatch: " + who + " (average, error_feedback or packing)");
+      throw error("options", "options mismatch: " + who + " (average, error_feedback, packing or its run threshold)");
     }
     if constexpr (!on_host) runner_.emplace(*comms_, plan_, opt_);
     thread_ = std::thread([this] { loop(); });

@@ -118,7 +118,7 @@ class host_bucket_runner {
     direct_.assign(p.buckets.size(), 0);
     for (std::size_t i = 0; i < p.buckets.size(); ++i) {
       const auto& b = p.buckets[i];
-      direct_[i] = direct(b, opt_.pack) ? 1 : 0;
+      direct_[i] = direct(b, opt_.pack, opt_.direct_run_bytes) ? 1 : 0;
       if (!b.in_place() && !direct_[i]) scratch = std::max(scratch, static_cast<std::size_t>(b.elements) * size_of(b.type));
       if (b.compressed) wire = std::max(wire, static_cast<std::size_t>(b.elements));
     }
@@ -134,8 +134,9 @@ class host_bucket_runner {
   // Whether bucket b qualifies for running on the user's tensors without packing (the plan alone
   // decides, so every rank decides alike): an uncompressed all-reduce or sharded bucket on ring
   // or halving-doubling (flat, or both levels of a hierarchical all-reduce) whose runs hold at
-  // least direct_run_bytes on average (packing::automatic), any such bucket (never), none (always).
-  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode) noexcept {
+  // least `run_bytes` on average (packing::automatic; executor_options::direct_run_bytes), any such
+  // bucket (never), none (always).
+  [[nodiscard]] static bool direct(const plan_bucket& b, packing mode, std::size_t run_bytes = direct_run_bytes) noexcept {
     if (!host_memory_backend<B> || mode == packing::always || b.compressed || b.hooked || b.in_place()) return false;
     auto flat = [](topology_kind k) { return k == topology_kind::ring || k == topology_kind::halving_doubling; };
     const auto& t = b.topology;
@@ -147,7 +148,7 @@ class host_bucket_runner {
     if (mode == packing::never) return true;
     std::size_t runs = 0;
     for (const auto& sg : b.segments) runs += (sg.blocks == 1 || sg.stride == sg.block) ? 1 : static_cast<std::size_t>(sg.blocks);
-    return static_cast<std::size_t>(b.elements) * size_of(b.type) >= runs * direct_run_bytes;
+    return static_cast<std::size_t>(b.elements) * size_of(b.type) >= runs * run_bytes;
   }
   // Whether bucket b runs on the tensors where they lie (no packing).
   [[nodiscard]] bool unpacked(std::size_t b) const { return direct_.at(b) != 0; }
