@@ -101,11 +101,12 @@ exec::iteration_timing step(session<mpi_backend>& s, grads& g, bool by_name) {
 std::string rank0_text(mpi_backend& w, const std::string& mine) {
   std::int64_t n = static_cast<std::int64_t>(mine.size());
   w.broadcast(&n, 1, dtype::i64, 0);
+  REQUIRE(n >= 0);
   std::string t(static_cast<std::size_t>(n), '\0');
   if (w.rank() == 0) t = mine;
-  std::vector<std::int64_t> words((t.size() + 7) / 8, 0);
+  std::vector<std::int64_t> words(t.size() / 8 + 1, 0);  // one spare word: never an empty broadcast
   std::memcpy(words.data(), t.data(), t.size());
-  if (!words.empty()) w.broadcast(words.data(), words.size(), dtype::i64, 0);
+  w.broadcast(words.data(), words.size(), dtype::i64, 0);
   std::memcpy(t.data(), words.data(), t.size());
   return t;
 }

@@ -104,7 +104,7 @@ namespace detail {
   const auto x = make_context(m, c);
   workspace ws;
   expand_into(ws.items, m, c, s, x.position);
-  const std::vector<sync_item> items = ws.items;  // run() keeps ws.items, copy for the byte shares
+  const std::vector<sync_item>& items = ws.items;  // run() reads ws.items and leaves them as expanded
   std::vector<bucket> bks;
   out.analytical = detail::run(m, x, s, options{.timeline = true}, ws, &bks);
   const auto& p = out.analytical;
