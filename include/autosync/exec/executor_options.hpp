@@ -49,7 +49,7 @@ inline constexpr std::size_t direct_run_bytes = std::size_t{32} << 10;
   const bool nodes = ranks_per_node > 0 && world / ranks_per_node > 1;
   double alpha = 0.0, copy = 0.0;
   for (const auto& n : c.nodes) {
-    if (n.devices <= 0) continue;
+    if (n.server_only) continue;  // worker nodes only (cluster_spec::worker_nodes)
     alpha = std::max(alpha, nodes ? n.nic.latency : n.intra.latency);
     if (n.reduce_bandwidth > 0.0) copy = copy > 0.0 ? std::min(copy, n.reduce_bandwidth) : n.reduce_bandwidth;
   }
