@@ -184,7 +184,11 @@ int run_learn(const learn_opts& o) {
   const auto recs = learn::read_record_files(o.records, [](const learn::skipped_line& s) {
     std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n";
   });
-  const auto samples = learn::make_samples(recs);
+  std::size_t other_packing = 0;
+  const auto samples = learn::make_samples(recs, &other_packing);
+  if (other_packing > 0)
+    std::cout << "autosync learn: left out " << other_packing << " record(s) run with `--pack always|never` (settings.pack): "
+              << "the correction serves the default executor\n";
   std::vector<learn::sample> train, test;
   for (const auto& s : samples) (learn::held_out(s, o.holdout) ? test : train).push_back(s);
   std::cout << "autosync learn: " << samples.size() << " records, " << train.size() << " for training, " << test.size()

@@ -22,6 +22,8 @@
 // with 1 and none hangs. A build without MPI answers `run` with an error (exit 1).
 #include "cli.hpp"
 
+#include <autosync/exec/executor_options.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,7 +65,7 @@ struct run_opts {
   int ranks_per_node = 0;  // 0: from the cluster
   int iters = 10, warmup = 2;
   std::uint64_t seed = 1;
-  std::string pack = "automatic";  // exec::packing
+  std::string pack = "automatic";  // exec::packing_from_name
 };
 
 #ifdef AUTOSYNC_HAS_MPI
@@ -132,7 +134,7 @@ int run_run(const run_opts& ro, program& prog) {
     so.cluster = c;
     so.ranks_per_node = rpn;
     so.reduce = reduction::sum;  // the synthetic gradients' sums are checked
-    so.pack = ro.pack == "always" ? exec::packing::always : ro.pack == "never" ? exec::packing::never : exec::packing::automatic;
+    so.pack = exec::packing_from_name(ro.pack).value_or(exec::packing::automatic);  // checked by the option
     run = std::make_unique<session<mpi_backend>>(world, m, strategy_file{ro.strategy}, so);
     auto& s = *run;
     for (const auto& g : s.strategy().groups) lossy = lossy || (is_extension_id(g.compression.id) && !compression_lossless(g.compression.id));

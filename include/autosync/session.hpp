@@ -212,6 +212,7 @@ class session {
   [[nodiscard]] int ranks_per_node() const noexcept;
   [[nodiscard]] std::size_t buckets() const noexcept;
   [[nodiscard]] reduction reduce() const noexcept;
+  [[nodiscard]] exec::packing packing() const noexcept;  // session_options::pack
   // The index of a tensor of the model; throws autosync::error('tensor') for an unknown name.
   [[nodiscard]] std::size_t tensor_index(std::string_view name) const;
   // The session's own communicator (a duplicate of `world`): idle between finish() and the next

@@ -300,6 +300,8 @@ std::size_t session<B>::buckets() const noexcept { return p_->nbuckets; }
 template <exec::Backend B>
 reduction session<B>::reduce() const noexcept { return p_->opt.reduce; }
 template <exec::Backend B>
+exec::packing session<B>::packing() const noexcept { return p_->opt.pack; }
+template <exec::Backend B>
 B& session<B>::communicator() noexcept { return p_->comms.world; }
 
 template <exec::Backend B>

@@ -5,6 +5,8 @@
 #   3. trials.jsonl holds exactly one line, a record (learn/records.hpp) with version 1, the
 #      zoo model, the local-2 cluster with 2 ranks per node, 3 iterations of 2 ranks each, the
 #      maxima equal to the largest per-rank value, a prediction and the environment
+#   3b. the default packing leaves settings.pack out; `--pack never` writes "never" into its
+#      record; `--pack sometimes` is refused before anything runs
 #   4. a strategy that does not fit the model (vgg16): every rank exits non-zero with a message
 #      naming the model, and nothing is appended; the strategy on another cluster (local-4): the
 #      same, the message naming 'made_for.cluster' and both clusters
@@ -98,6 +100,22 @@ foreach(i RANGE 2)
   string(JSON sync GET "${line}" iterations ${i} sync_s)
   check("iterations[${i}].sync_s = ${sync}" sync GREATER 0)
 endforeach()
+
+# 3b. the packing the run used is in its record when it is not the default
+string(JSON pack ERROR_VARIABLE e GET "${line}" settings pack)
+check("settings.pack is written for the default packing: ${pack}" e)
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model resnet50 --scale 0.1 --iters 1 --warmup 0
+                        --pack never --records "${WORK}/never.jsonl"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("run --pack never failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
+file(READ "${WORK}/never.jsonl" nline)
+string(JSON pack GET "${nline}" settings pack)
+check("settings.pack = ${pack} after --pack never" pack STREQUAL "never")
+execute_process(COMMAND "${AUTOSYNC}" run --strategy "${WORK}/s.json" --pack sometimes
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+check("run --pack sometimes was accepted" NOT rc EQUAL 0)
+string(FIND "${out}${err}" "--pack" at)
+check("the --pack error does not name the option:\n${out}\n${err}" at GREATER -1)
 
 # 4. a strategy that does not fit the model: every rank fails, nothing is appended
 execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model vgg16 --iters 1 --records "${records}"

@@ -225,6 +225,29 @@ TEST_CASE("dataset: a record's target is log(median measured / analytical at its
   CHECK(learn::make_sample(r).key == s.key);
 }
 
+TEST_CASE("dataset: records of runs that overrode the packing are left out and counted") {
+  learn::trial_record r;
+  r.model = learn::model_source::inline_model(tiny_model());
+  r.cluster = one_node();
+  r.ranks_per_node = 2;
+  r.strategy = one_group(r.model.spec, group_desc{});
+  for (double t : {0.05, 0.01, 0.03}) r.iterations.push_back(learn::iteration_sample::from_ranks({t, t}, {t, t}, {t, t}));
+  r.environment.ranks = 2;
+  std::vector<learn::trial_record> recs(4, r);
+  recs[1].settings.pack = exec::packing::always;
+  recs[3].settings.pack = exec::packing::never;
+  recs[2].iterations[1] = learn::iteration_sample::from_ranks({0.2, 0.2}, {0.2, 0.2}, {0.2, 0.2});  // 0.05, 0.2, 0.03: median 0.05
+  std::size_t left_out = 99;
+  const auto ss = learn::make_samples(recs, &left_out);
+  CHECK(left_out == 2);
+  REQUIRE(ss.size() == 2);
+  CHECK(ss[0].measured == Approx(0.03));  // records 0 and 2, in order
+  CHECK(ss[1].measured == Approx(0.05));
+  CHECK(learn::default_executor(recs[0]));
+  CHECK_FALSE(learn::default_executor(recs[1]));
+  CHECK(learn::make_samples(recs).size() == 2);  // without a counter: the same rows
+}
+
 TEST_CASE("metrics: pairwise accuracy and Spearman by hand") {
   const std::vector<double> meas{1, 2, 3, 4, 10, 20};
   const std::vector<double> pred{1, 3, 2, 4, 5, 5};

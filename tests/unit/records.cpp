@@ -62,6 +62,7 @@ void check_same(const trial_record& a, const trial_record& b) {
   CHECK(a.settings.warmup == b.settings.warmup);
   CHECK(a.settings.compute_scale == b.settings.compute_scale);
   CHECK(a.settings.seed == b.settings.seed);
+  CHECK(a.settings.pack == b.settings.pack);
   REQUIRE(a.iterations.size() == b.iterations.size());
   for (std::size_t i = 0; i < a.iterations.size(); ++i) {
     CHECK(a.iterations[i].sync == b.iterations[i].sync);  // exact: JSON keeps 17 digits
@@ -153,6 +154,28 @@ TEST_CASE("records round-trip exactly: zoo model, scaled zoo model, inline model
   const auto back = parse_record(to_line(sample(model_source::from_zoo("bert-base", 0.25))));
   CHECK(back.model.spec.name == "bert-base@0.25");
   CHECK(io::to_json(back.model.spec) == io::to_json(zoo::make_model_scaled("bert-base", 0.25)));
+}
+
+TEST_CASE("settings.pack: absent for the default packing, written and read back when a run overrode it") {
+  static_assert(exec::packing_from_name("never") == exec::packing::never);  // the names, both ways, at compile time
+  static_assert(exec::packing_from_name(exec::packing_name(exec::packing::always)) == exec::packing::always);
+  static_assert(!exec::packing_from_name("Never") && !exec::packing_from_name(""));
+  auto r = sample(model_source::from_zoo("resnet50"));
+  CHECK(r.settings.pack == exec::packing::automatic);
+  CHECK(!nlohmann::json::parse(to_line(r))["settings"].contains("pack"));  // the layout of every earlier record
+  for (auto p : {exec::packing::always, exec::packing::never}) {
+    r.settings.pack = p;
+    const auto line = to_line(r);
+    CHECK(nlohmann::json::parse(line)["settings"]["pack"] == std::string(exec::packing_name(p)));
+    const auto back = parse_record(line);
+    check_same(r, back);
+    CHECK(to_line(back) == line);
+  }
+  // "automatic" spelt out reads as the default (and is written back without the key)
+  r.settings.pack = exec::packing::automatic;
+  auto j = nlohmann::ordered_json::parse(to_line(r));
+  j["settings"]["pack"] = "automatic";
+  CHECK(parse_record(j.dump()).settings.pack == exec::packing::automatic);
 }
 
 TEST_CASE("append_record appends whole lines; read_records reads them back in order") {
@@ -256,6 +279,8 @@ TEST_CASE("bad fields are errors naming the field and the line") {
   has(field(edited([](J& j) { j["strategy"]["assignments"][1]["tensor"] = "zz"; })), "strategy.assignments[1]", "zz");
   has(field(edited([](J& j) { j["strategy"]["groups"][0]["topology"] = "mesh"; })), "strategy.groups[0].topology |", "mesh");
   has(field(edited([](J& j) { j["settings"]["warmup"] = -1; })), "settings.warmup |", "must be an integer in [0");
+  has(field(edited([](J& j) { j["settings"]["pack"] = "sometimes"; })), "settings.pack |", "\"automatic\", \"always\" or \"never\", got \"sometimes\"");
+  has(field(edited([](J& j) { j["settings"]["pack"] = 1; })), "settings.pack |", "got 1");
   has(field(edited([](J& j) { j["iterations"] = J::array(); })), "iterations |", "at least one measured iteration");
   has(field(edited([](J& j) { j["iterations"][2]["ranks"]["exposed_s"].push_back(0.5); })), "iterations[2].ranks.exposed_s |",
       "has 3 entries, environment.ranks is 2");

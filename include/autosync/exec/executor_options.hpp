@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <type_traits>
 
 namespace autosync::exec {
@@ -18,6 +20,16 @@ namespace autosync::exec {
 // user's tensors where they lie, or packed into one fused buffer. Every rank must choose alike
 // (setup() checks): the message pattern differs.
 enum class packing : std::uint8_t { automatic, always, never };
+
+// The names `autosync run --pack` and trial records (settings.pack) use.
+[[nodiscard]] constexpr std::string_view packing_name(packing p) noexcept {
+  return p == packing::always ? "always" : p == packing::never ? "never" : "automatic";
+}
+[[nodiscard]] constexpr std::optional<packing> packing_from_name(std::string_view s) noexcept {
+  for (auto p : {packing::automatic, packing::always, packing::never})
+    if (packing_name(p) == s) return p;
+  return std::nullopt;
+}
 
 // automatic: a bucket runs on the tensors without packing when its runs hold at least
 // executor_options::direct_run_bytes on average (a run is one message per ring step it touches;

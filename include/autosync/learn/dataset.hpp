@@ -17,6 +17,9 @@
 //              node and compute scale compete with each other; pairwise accuracy and rank
 //              correlation are computed within groups (learn/metrics.hpp).
 // * key        the strategy's JSON without its name: the same strategy run twice has one key.
+// Records of a run that overrode the executor's packing (`autosync run --pack always|never`:
+// settings.pack) measured another executor than the one the correction serves, which the
+// analytical model does not tell apart: make_samples leaves them out (and counts them).
 // learn/matrix.hpp turns samples into the matrix and targets XGBoost trains on.
 #pragma once
 
@@ -97,11 +100,20 @@ struct sample {
   return s;
 }
 
-// Every record's row; an error names the record (0-based) that failed.
-[[nodiscard]] inline std::vector<sample> make_samples(std::span<const trial_record> records) {
+// Whether a record ran the default executor (settings.pack automatic): the rows the correction learns from.
+[[nodiscard]] inline bool default_executor(const trial_record& r) noexcept { return r.settings.pack == exec::packing::automatic; }
+
+// Every record's row, but those of runs with another packing (default_executor; their number
+// into *left_out when given); an error names the record (0-based) that failed.
+[[nodiscard]] inline std::vector<sample> make_samples(std::span<const trial_record> records, std::size_t* left_out = nullptr) {
   std::vector<sample> out;
   out.reserve(records.size());
+  if (left_out) *left_out = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
+    if (!default_executor(records[i])) {
+      if (left_out) ++*left_out;
+      continue;
+    }
     try {
       out.push_back(make_sample(records[i]));
     } catch (const error& e) {

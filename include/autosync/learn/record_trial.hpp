@@ -37,7 +37,7 @@ struct step_measure {
 
 struct trial_context {
   std::optional<model_source> model;  // how the record names the model (a zoo name and scale); default: the model inline
-  run_settings settings{};            // warm-up iterations, simulated compute scale, seed
+  run_settings settings{};            // warm-up iterations, simulated compute scale, seed (the packing is the session's)
   std::string comm_library;           // e.g. exec::mpi_library_version()
   std::string thread_level;           // e.g. exec::thread_level_name(mpi.thread_level())
   std::string autosync_version = "unknown";
@@ -67,6 +67,7 @@ template <exec::Backend B>
   rec.ranks_per_node = s.ranks_per_node();
   rec.strategy = s.strategy();
   rec.settings = ctx.settings;
+  rec.settings.pack = s.packing();  // the session's, whatever the context says
   rec.iterations = iterations_from_ranks(all, p, static_cast<int>(n));
   const auto pred = cost::estimate(s.model(), s.cluster(), s.strategy());
   rec.predicted_iteration = pred.iteration;

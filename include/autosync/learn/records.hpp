@@ -14,7 +14,8 @@
 //    "cluster":  {<cluster JSON of io/json.hpp>, "ranks_per_node": 2}
 //                                                           the cluster given, plus the layout that ran
 //    "strategy": {<strategy JSON of io/json.hpp>},
-//    "settings": {"warmup": 2, "compute_scale": 0, "seed": 1},
+//    "settings": {"warmup": 2, "compute_scale": 0, "seed": 1},      "pack": "always" | "never" when
+//                                                           the run overrode the default packing
 //    "iterations": [                                        the measured iterations (warm-up excluded)
 //       {"sync_s": 1.2e-3, "exposed_s": 4e-4, "iteration_s": 2e-3,     max over the ranks
 //        "ranks": {"sync_s": [...], "exposed_s": [...], "iteration_s": [...]}},  one entry per rank
@@ -33,7 +34,8 @@
 // backward compute included). The top-level figures of an iteration are the maxima over the
 // ranks (the slowest rank bounds a synchronous step); reading checks that they are.
 //
-// Every key is required except "settings" (defaults: 0, 0, 0). Unknown keys are errors, like
+// Every key is required except "settings" (defaults: 0, 0, 0, and "pack" absent: the executor's
+// default, exec::packing::automatic; `autosync run --pack` writes the others). Unknown keys are errors, like
 // everywhere in io/json.hpp, so a misspelt field is never silently ignored.
 //
 // Appending is crash-safe in the JSON Lines sense: append_record() formats the whole line first
@@ -53,6 +55,7 @@
 #include <autosync/cluster.hpp>
 #include <autosync/error.hpp>
 #include <autosync/exec/exchange_note.hpp>
+#include <autosync/exec/executor_options.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
@@ -122,7 +125,9 @@ struct run_settings {
   int warmup = 0;             // iterations run before the measured ones
   double compute_scale = 0.0; // simulated backward compute = backward_flops / device_flops x this
   std::uint64_t seed = 0;     // seed of the synthetic gradients
+  exec::packing pack = exec::packing::automatic;  // how fused buckets reached the wire (`run --pack`)
 };
+
 
 struct environment_info {
   std::string hostname;
@@ -223,6 +228,7 @@ inline void trial_record::validate() const {
   j["cluster"] = std::move(c);
   j["strategy"] = io::to_json(r.strategy);
   j["settings"] = ojson{{"warmup", r.settings.warmup}, {"compute_scale", r.settings.compute_scale}, {"seed", r.settings.seed}};
+  if (r.settings.pack != exec::packing::automatic) j["settings"]["pack"] = std::string(exec::packing_name(r.settings.pack));
   auto& its = j["iterations"] = ojson::array();
   for (const auto& it : r.iterations)
     its.push_back(ojson{{"sync_s", it.sync}, {"exposed_s", it.exposed}, {"iteration_s", it.iteration},
@@ -318,10 +324,15 @@ namespace detail {
 
   if (const auto* s = jio::find(j, "settings")) {
     jio::expect_object(*s, "settings", "the run settings");
-    jio::check_keys(*s, "settings", {"warmup", "compute_scale", "seed"});
+    jio::check_keys(*s, "settings", {"warmup", "compute_scale", "seed", "pack"});
     if (const auto* w = jio::find(*s, "warmup")) r.settings.warmup = static_cast<int>(jio::read_int(*w, "settings.warmup", 0, 1 << 30));
     if (const auto* x = jio::find(*s, "compute_scale")) r.settings.compute_scale = jio::read_double(*x, "settings.compute_scale");
     if (const auto* x = jio::find(*s, "seed")) r.settings.seed = jio::read_uint64(*x, "settings.seed");
+    if (const auto* x = jio::find(*s, "pack")) {
+      const auto p = x->is_string() ? exec::packing_from_name(x->get<std::string>()) : std::nullopt;
+      if (!p) throw error("settings.pack", "must be \"automatic\", \"always\" or \"never\", got " + x->dump());
+      r.settings.pack = *p;
+    }
   }
 
   const auto& its = jio::require(j, "", "iterations");
