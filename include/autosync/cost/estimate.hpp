@@ -133,21 +133,31 @@
 
 namespace autosync::cost {
 
-[[nodiscard]] constexpr prediction estimate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {}) {
-  const auto x = make_context(m, c);
+// One evaluation from scratch, with what it made: the context (fabric, ready times), the items
+// as expanded (ws.items, which the buckets index), the prediction and, when asked, the buckets.
+// estimate, buckets, estimate_and_replay (cost/replay.hpp) and compute_features
+// (cost/features.hpp) each read a part of it.
+struct evaluation {
+  context ctx;
   workspace ws;
-  expand_into(ws.items, m, c, s, x.position);
-  return detail::run(m, x, s, opt, ws, nullptr);
+  prediction p;
+  std::vector<bucket> buckets;  // with_buckets only
+};
+[[nodiscard]] constexpr evaluation evaluate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {},
+                                            bool with_buckets = false) {
+  evaluation e{make_context(m, c), {}, {}, {}};
+  expand_into(e.ws.items, m, c, s, e.ctx.position);
+  e.p = detail::run(m, e.ctx, s, opt, e.ws, with_buckets ? &e.buckets : nullptr);
+  return e;
+}
+
+[[nodiscard]] constexpr prediction estimate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {}) {
+  return evaluate(m, c, s, opt).p;
 }
 
 // The buckets the fusion step packs (step 3), numbered in ready order as in the events.
 [[nodiscard]] constexpr std::vector<bucket> buckets(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
-  const auto x = make_context(m, c);
-  workspace ws;
-  expand_into(ws.items, m, c, s, x.position);
-  std::vector<bucket> out;
-  (void)detail::run(m, x, s, options{}, ws, &out);
-  return out;
+  return evaluate(m, c, s, options{}, true).buckets;
 }
 
 class evaluator {

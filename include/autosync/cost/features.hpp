@@ -56,6 +56,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autosync::cost {
@@ -101,14 +102,12 @@ namespace detail {
 [[nodiscard]] inline features compute_features(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
   s.validate(m, c);
   features out;
-  const auto x = make_context(m, c);
-  workspace ws;
-  expand_into(ws.items, m, c, s, x.position);
-  const std::vector<sync_item>& items = ws.items;  // run() reads ws.items and leaves them as expanded
-  std::vector<bucket> bks;
-  out.analytical = detail::run(m, x, s, options{.timeline = true}, ws, &bks);
+  auto e = evaluate(m, c, s, options{.timeline = true}, true);
+  const std::vector<sync_item>& items = e.ws.items;
+  const std::vector<bucket>& bks = e.buckets;
+  out.analytical = std::move(e.p);
   const auto& p = out.analytical;
-  const fabric& f = x.fab;
+  const fabric& f = e.ctx.fab;
   out.executor = std::max(p.iteration, serial_replay(p, bks, items, s, f).iteration);
   const double it = p.iteration > 0.0 ? p.iteration : 1.0;
   const std::size_t S = f.servers.size(), G = s.groups.size();

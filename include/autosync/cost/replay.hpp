@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace autosync::cost {
@@ -153,14 +154,9 @@ struct replayed_estimate {
   replay_result replay;
 };
 [[nodiscard]] inline replayed_estimate estimate_and_replay(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
-  const auto x = make_context(m, c);
-  workspace ws;
-  expand_into(ws.items, m, c, s, x.position);
-  std::vector<bucket> bs;
-  replayed_estimate r;
-  r.estimate = detail::run(m, x, s, options{.timeline = true}, ws, &bs);
-  r.replay = serial_replay(r.estimate, bs, ws.items, s, x.fab);
-  return r;
+  auto e = evaluate(m, c, s, options{.timeline = true}, true);
+  const auto replay = serial_replay(e.p, e.buckets, e.ws.items, s, e.ctx.fab);
+  return {std::move(e.p), replay};
 }
 
 }  // namespace autosync::cost
