@@ -36,6 +36,7 @@
 #include <autosync/exec/collectives.hpp>
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
+#include <autosync/exec/mpi/job.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/fusion.hpp>
@@ -274,20 +275,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// An error on one rank (a bad option is seen by all, a failed operation maybe by one) ends
-// the whole job: the other ranks would otherwise wait in a collective.
+// An error on one rank ends the whole job (exec::run_mpi_job): the others would wait in a collective.
 int main(int argc, char** argv) {
-  try {
-    autosync::exec::mpi_session session(argc, argv);
-    try {
-      return run(argc, argv);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_mpi_fused_allreduce: %s\n", e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_mpi_fused_allreduce: %s\n", e.what());
-  }
-  return 2;
+  return autosync::exec::run_mpi_job(argc, argv, "bench_mpi_fused_allreduce", [&] { return run(argc, argv); });
 }

@@ -18,6 +18,7 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/executor.hpp>
 #include <autosync/exec/mpi/backend.hpp>
+#include <autosync/exec/mpi/job.hpp>
 #include <autosync/exec/plan.hpp>
 #include <autosync/model.hpp>
 #include <autosync/search/serial.hpp>
@@ -142,15 +143,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+// An error on one rank ends the whole job (exec::run_mpi_job): the others would wait in a collective.
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rc = 0;
-  try {
-    rc = run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_mpi_ps_servers: %s\n", e.what());
-    rc = 1;
-  }
-  MPI_Finalize();
-  return rc;
+  return autosync::exec::run_mpi_job(argc, argv, "bench_mpi_ps_servers", [&] { return run(argc, argv); });
 }

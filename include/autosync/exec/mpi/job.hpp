@@ -6,14 +6,21 @@
 //   try { ...load inputs... } catch (const std::exception& e) { failure = e.what(); }
 //   const int bad = exec::first_failing_rank(failure);   // collective: every rank calls it
 //   if (bad >= 0) { if (bad == rank) report(failure); return 1; }   // every rank stops
+//
+// A program whose ranks may throw alone (a benchmark, a tool) can hand its main to run_mpi_job:
+//
+//   int main(int argc, char** argv) { return exec::run_mpi_job(argc, argv, "bench_x", [&] { return run(argc, argv); }); }
 #pragma once
 
 #include <autosync/exec/mpi/backend.hpp>
+#include <autosync/exec/mpi/session.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstddef>
+#include <cstdio>
+#include <exception>
 #include <string>
 
 namespace autosync::exec {
@@ -28,6 +35,26 @@ namespace autosync::exec {
   int first = INT_MAX;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   return first == INT_MAX ? -1 : first;
+}
+
+// Runs body() (returning the exit code) inside an mpi_session. An exception on one rank is
+// printed as "name: what" and ends the whole job (MPI_Abort, exit 2): the other ranks would
+// otherwise wait in a collective for it. A failure to start MPI is printed the same way (2).
+template <class Body>
+int run_mpi_job(int& argc, char**& argv, const char* name, Body&& body) {
+  try {
+    mpi_session session(argc, argv);
+    try {
+      return body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", name, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+  }
+  return 2;
 }
 
 // MPI_Get_library_version, without trailing blanks: "Open MPI v4.1.4, package: ...".
