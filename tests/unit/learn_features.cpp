@@ -204,15 +204,23 @@ TEST_CASE("corrected estimate = analytical x exp(prediction)") {
   }
 }
 
-TEST_CASE("dataset: a record's target is log(median measured / analytical at its compute scale)") {
+namespace {
+// A record of the tiny model in one group on one node of 2 ranks, iterations of 50, 10 and 30 ms.
+learn::trial_record tiny_record() {
   learn::trial_record r;
   r.model = learn::model_source::inline_model(tiny_model());
   r.cluster = one_node();
   r.ranks_per_node = 2;
   r.strategy = one_group(r.model.spec, group_desc{});
-  r.settings.compute_scale = 0.0;  // no compute: the analytical iteration is 2 ms... of nothing but communication
   for (double t : {0.05, 0.01, 0.03}) r.iterations.push_back(learn::iteration_sample::from_ranks({t, t}, {t, t}, {t, t}));
   r.environment.ranks = 2;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("dataset: a record's target is log(median measured / analytical at its compute scale)") {
+  auto r = tiny_record();
+  r.settings.compute_scale = 0.0;  // no compute: the analytical iteration is 2 ms... of nothing but communication
   const auto s = learn::make_sample(r);
   // zero compute: all 4 tensors ready at 0, four 7 ms all-reduces back to back
   CHECK(s.analytical == Approx(0.028));
@@ -226,14 +234,7 @@ TEST_CASE("dataset: a record's target is log(median measured / analytical at its
 }
 
 TEST_CASE("dataset: records of runs that overrode the packing are left out and counted") {
-  learn::trial_record r;
-  r.model = learn::model_source::inline_model(tiny_model());
-  r.cluster = one_node();
-  r.ranks_per_node = 2;
-  r.strategy = one_group(r.model.spec, group_desc{});
-  for (double t : {0.05, 0.01, 0.03}) r.iterations.push_back(learn::iteration_sample::from_ranks({t, t}, {t, t}, {t, t}));
-  r.environment.ranks = 2;
-  std::vector<learn::trial_record> recs(4, r);
+  std::vector<learn::trial_record> recs(4, tiny_record());
   recs[1].settings.pack = exec::packing::always;
   recs[3].settings.pack = exec::packing::never;
   recs[2].iterations[1] = learn::iteration_sample::from_ranks({0.2, 0.2}, {0.2, 0.2}, {0.2, 0.2});  // 0.05, 0.2, 0.03: median 0.05
