@@ -1,5 +1,5 @@
 // Time of one cost::evaluator call on bert-large (391 tensors) against the target of 20 µs per
-// strategy (-O2, one core). Prints `target_ratio` = measured / 20 µs (<= 1 meets the target).
+// strategy (the CLI's Release flags, one core). Prints `target_ratio` = measured / 20 µs (<= 1 meets the target).
 //   bench_cost_eval [--benchmark_filter=...]
 #include <autosync/cost/estimate.hpp>
 
