@@ -16,6 +16,12 @@
 //     stops every rank, and the first timed iteration's exact-sum check is left out
 //   learn::record_trial gathers sync / exposed / iteration time of every rank and iteration;
 //   rank 0 prints the table and cost::estimate's prediction, appends the trial record
+//   --bucket-times FILE: when every plan bucket finished on every rank in every timed iteration
+//     (session::on_bucket_done, seconds from the iteration's start), gathered to rank 0 as JSON:
+//       {"strategy": ..., "model": ..., "cluster": ..., "ranks": p, "ranks_per_node": g,
+//        "buckets": [{"index": 0, "group": 0, "tensors": 12}, ...],            plan order
+//        "iterations": [[[b0, b1, ...] rank 0, [..] rank 1, ...], ...]}        timed ones
+//     to hold the executor against the cost model's timeline bucket by bucket
 //
 // Any failure on any rank (bad file, strategy that does not fit the model or was made for another
 // cluster or layout, wrong sum, timeout) is agreed on before the ranks go on, so every rank exits
@@ -42,11 +48,13 @@
 #include <autosync/session_impl.hpp>
 
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <span>
 #include <thread>
@@ -66,6 +74,7 @@ struct run_opts {
   int iters = 10, warmup = 2;
   std::uint64_t seed = 1;
   std::string pack = "automatic";  // exec::packing_from_name
+  std::string bucket_times;        // "": not written
 };
 
 #ifdef AUTOSYNC_HAS_MPI
@@ -116,6 +125,11 @@ int run_run(const run_opts& ro, program& prog) {
       if (fd < 0) throw error("--records", "cannot open '" + ro.records + "' to append: " + std::strerror(errno));
       ::close(fd);
     }
+    if (rank == 0 && !ro.bucket_times.empty()) {
+      const int fd = ::open(ro.bucket_times.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) throw error("--bucket-times", "cannot open '" + ro.bucket_times + "' to write: " + std::strerror(errno));
+      ::close(fd);
+    }
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -127,6 +141,10 @@ int run_run(const run_opts& ro, program& prog) {
   auto world = mpi_backend::world();
   std::unique_ptr<session<mpi_backend>> run;
   std::vector<learn::step_measure> mine;  // per measured iteration
+  std::vector<double> done_at;            // --bucket-times: this iteration's bucket ends (seconds from its start)
+  std::vector<double> mine_done;          // --bucket-times: done_at of every measured iteration, one after another
+  std::vector<std::uint32_t> bucket_group;
+  std::vector<std::size_t> bucket_tensors;
   bool lossy = false;                     // a group uses a registered lossy compressor
   compressors::guarantee_report guarantees;
   try {
@@ -154,9 +172,21 @@ int run_run(const run_opts& ro, program& prog) {
       if (tp > clock::now()) std::this_thread::sleep_until(tp);
     };
     auto secs = [](double x) { return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(x)); };
+    clock::time_point t0{};  // the iteration's start, read by the bucket callback
+    if (!ro.bucket_times.empty()) {
+      done_at.assign(s.buckets(), std::nan(""));
+      bucket_group.assign(s.buckets(), 0);
+      bucket_tensors.assign(s.buckets(), 0);
+      // on the communication thread, between begin() (which orders t0 before it) and finish()
+      s.on_bucket_done([&](const bucket_info& b) {
+        done_at[b.index] = std::chrono::duration<double>(clock::now() - t0).count();
+        bucket_group[b.index] = b.group;
+        bucket_tensors[b.index] = b.tensors.size();
+      });
+    }
     for (int it = 0; it < total; ++it) {
       grads.fill(rank, it);  // fresh gradients every iteration (the last one holds sums)
-      const auto t0 = clock::now();
+      t0 = clock::now();
       auto deadline = t0 + secs(forward_s);
       until(deadline);
       s.begin(grads.gradients());
@@ -177,7 +207,10 @@ int run_run(const run_opts& ro, program& prog) {
           throw error("the first iteration gave wrong sums on " + std::to_string(wrong) + " rank(s) (see above): strategy '" +
                       s.strategy().name + "' did not synchronize the gradients correctly");
       }
-      if (it >= ro.warmup) mine.push_back({timing.sync, timing.exposed, iteration});
+      if (it >= ro.warmup) {
+        mine.push_back({timing.sync, timing.exposed, iteration});
+        mine_done.insert(mine_done.end(), done_at.begin(), done_at.end());
+      }
     }
   } catch (const std::exception& e) {
     failure = e.what();
@@ -192,6 +225,11 @@ int run_run(const run_opts& ro, program& prog) {
   ctx.thread_level = exec::thread_level_name(mpi.thread_level());
   ctx.autosync_version = AUTOSYNC_VERSION;
   const learn::trial_record rec = learn::record_trial(*run, mine, ctx);
+  std::vector<double> all_done;  // --bucket-times: every rank's mine_done, rank after rank
+  if (!ro.bucket_times.empty()) {
+    all_done.resize(mine_done.size() * static_cast<std::size_t>(p));
+    if (!mine_done.empty()) run->communicator().all_gather(mine_done.data(), all_done.data(), mine_done.size(), dtype::f64);
+  }
   if (rank != 0) return 0;
   const auto& s = rec.strategy;
 
@@ -215,6 +253,29 @@ int run_run(const run_opts& ro, program& prog) {
   if (!ro.records.empty()) {
     learn::append_record(ro.records, rec);
     std::cout << "appended a record to " << ro.records << "\n";
+  }
+  if (!ro.bucket_times.empty()) {
+    nlohmann::ordered_json j;
+    j["strategy"] = s.name;
+    j["model"] = m.name;
+    j["cluster"] = c.name;
+    j["ranks"] = p;
+    j["ranks_per_node"] = rpn;
+    auto& bs = j["buckets"] = nlohmann::ordered_json::array();
+    const std::size_t nb = done_at.size();
+    for (std::size_t b = 0; b < nb; ++b) bs.push_back({{"index", b}, {"group", bucket_group[b]}, {"tensors", bucket_tensors[b]}});
+    auto& its = j["iterations"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      auto& ranks = its.emplace_back(nlohmann::ordered_json::array());
+      for (int r = 0; r < p; ++r) {
+        const double* at = all_done.data() + (static_cast<std::size_t>(r) * mine.size() + i) * nb;
+        ranks.push_back(std::vector<double>(at, at + nb));  // a bucket that never finished: NaN, written as null
+      }
+    }
+    std::ofstream f(ro.bucket_times, std::ios::binary | std::ios::trunc);
+    f << j.dump() << "\n";
+    if (!f) throw error("--bucket-times", "cannot write '" + ro.bucket_times + "'");
+    std::cout << "wrote when each of the " << nb << " buckets finished on each rank to " << ro.bucket_times << "\n";
   }
   return 0;
 }
@@ -244,6 +305,9 @@ subcommand add_run(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--records", ro->records, "append a trial record (JSON Lines) to this file");
   sub->add_option("--seed", ro->seed, "seed of the synthetic gradients")->capture_default_str();
+  sub->add_option("--bucket-times", ro->bucket_times,
+                  "write when each plan bucket finished on each rank in every timed iteration (seconds from the iteration's "
+                  "start) to this JSON file");
   sub->add_option("--pack", ro->pack,
                   "how a fused bucket reaches the wire: automatic (summed where the tensors lie when their runs are large "
                   "enough), always (packed into one buffer), never (always where they lie)")

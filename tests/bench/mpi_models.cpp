@@ -27,7 +27,7 @@
 // that hides more communication behind compute can sync longer and still win there.
 // An iteration's time is the max over ranks; the table shows the median over --iters
 // iterations after --warmup untimed ones. The first iteration of every run uses
-// integer-valued gradients and checks the exact sum on every rank (exit 1 otherwise).
+// integer-valued gradients and checks the exact sum on every rank (a wrong one ends the job, exit 2).
 //
 // Output: a table, plus one machine-readable line per (model, strategy) for
 // tests/bench/run-mpi-benchmarks.sh:

@@ -12,7 +12,7 @@
 // over ranks), cost::estimate's prediction (server lanes in parallel) and search::serial_replay's
 // (the iteration as the executor runs it), and whether the measured order of the k agrees with
 // the predicted one. No compute is simulated (the gradient is ready at once), so the iteration is
-// the synchronization. The first iteration of every k checks the exact sums (exit 1 otherwise).
+// the synchronization. The first iteration of every k checks the exact sums (a wrong one ends the job, exit 2).
 // Timings need a quiet machine: on a loaded one, read the order only.
 #include <autosync/cost/estimate.hpp>
 #include <autosync/error.hpp>

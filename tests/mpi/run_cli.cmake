@@ -6,7 +6,8 @@
 #      zoo model, the local-2 cluster with 2 ranks per node, 3 iterations of 2 ranks each, the
 #      maxima equal to the largest per-rank value, a prediction and the environment
 #   3b. the default packing leaves settings.pack out; `--pack never` writes "never" into its
-#      record; `--pack sometimes` is refused before anything runs
+#      record, which `autosync learn` leaves out and counts, and --bucket-times writes every
+#      rank's end of every bucket; `--pack sometimes` is refused before anything runs
 #   4. a strategy that does not fit the model (vgg16): every rank exits non-zero with a message
 #      naming the model, and nothing is appended; the strategy on another cluster (local-4): the
 #      same, the message naming 'made_for.cluster' and both clusters
@@ -105,12 +106,36 @@ endforeach()
 string(JSON pack ERROR_VARIABLE e GET "${line}" settings pack)
 check("settings.pack is written for the default packing: ${pack}" e)
 execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s.json" --model resnet50 --scale 0.1 --iters 1 --warmup 0
-                        --pack never --records "${WORK}/never.jsonl"
+                        --pack never --records "${WORK}/never.jsonl" --bucket-times "${WORK}/buckets.json"
                 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 check("run --pack never failed (${rc}):\n${out}\n${err}" rc EQUAL 0)
 file(READ "${WORK}/never.jsonl" nline)
 string(JSON pack GET "${nline}" settings pack)
 check("settings.pack = ${pack} after --pack never" pack STREQUAL "never")
+# --bucket-times: one timed iteration, every rank's end of every plan bucket, a time > 0
+file(READ "${WORK}/buckets.json" bt)
+string(JSON nb LENGTH "${bt}" buckets)
+check("no buckets in buckets.json" nb GREATER 0)
+string(JSON nit LENGTH "${bt}" iterations)
+check("buckets.json: ${nit} iterations, 1 timed" nit EQUAL 1)
+string(JSON nr LENGTH "${bt}" iterations 0)
+check("buckets.json: ${nr} ranks, 2 ran" nr EQUAL 2)
+math(EXPR last "${nb} - 1")
+foreach(r 0 1)
+  string(JSON n LENGTH "${bt}" iterations 0 ${r})
+  check("buckets.json: rank ${r} has ${n} buckets of ${nb}" n EQUAL nb)
+  foreach(b RANGE ${last})
+    string(JSON v GET "${bt}" iterations 0 ${r} ${b})
+    check("buckets.json: rank ${r} bucket ${b} ended at '${v}'" v GREATER 0)
+  endforeach()
+endforeach()
+# learn leaves it out and says so (it then has too few records to train on: exit 1 either way)
+execute_process(COMMAND "${AUTOSYNC}" learn --records "${records}" "${WORK}/never.jsonl"
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}" "left out 1 record(s) run with `--pack always|never`" at)
+check("learn did not report the record it left out:\n${out}\n${err}" at GREATER -1)
+string(FIND "${out}" "autosync learn: 1 records" at)
+check("learn did not keep exactly the default record:\n${out}\n${err}" at GREATER -1)
 execute_process(COMMAND "${AUTOSYNC}" run --strategy "${WORK}/s.json" --pack sometimes
                 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 check("run --pack sometimes was accepted" NOT rc EQUAL 0)

@@ -176,6 +176,7 @@ TEST_CASE("settings.pack: absent for the default packing, written and read back 
   auto j = nlohmann::ordered_json::parse(to_line(r));
   j["settings"]["pack"] = "automatic";
   CHECK(parse_record(j.dump()).settings.pack == exec::packing::automatic);
+  CHECK(!nlohmann::json::parse(to_line(parse_record(j.dump())))["settings"].contains("pack"));
 }
 
 TEST_CASE("append_record appends whole lines; read_records reads them back in order") {

@@ -102,12 +102,12 @@ namespace detail {
 [[nodiscard]] inline features compute_features(const model_spec& m, const cluster_spec& c, const strategy_desc& s) {
   s.validate(m, c);
   features out;
-  auto e = evaluate(m, c, s, options{.timeline = true}, true);
-  const std::vector<sync_item>& items = e.ws.items;
-  const std::vector<bucket>& bks = e.buckets;
-  out.analytical = std::move(e.p);
+  auto ev = evaluate(m, c, s, options{.timeline = true}, true);
+  const std::vector<sync_item>& items = ev.ws.items;
+  const std::vector<bucket>& bks = ev.buckets;
+  out.analytical = std::move(ev.p);
   const auto& p = out.analytical;
-  const fabric& f = e.ctx.fab;
+  const fabric& f = ev.ctx.fab;
   out.executor = std::max(p.iteration, serial_replay(p, bks, items, s, f).iteration);
   const double it = p.iteration > 0.0 ? p.iteration : 1.0;
   const std::size_t S = f.servers.size(), G = s.groups.size();

@@ -218,7 +218,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   if (std::filesystem::exists(records)) {
     const auto rr = read_records(records, read_options{.skip_truncated_tail = true});
     for (const auto& r : rr.records)
-      if (group_of(r) == group) note(r, 0.0, true);
+      if (group_of(r) == group && default_executor(r)) note(r, 0.0, true);  // not runs with `--pack always|never`
   }
   report("resume");
 

@@ -14,8 +14,8 @@
 //    "cluster":  {<cluster JSON of io/json.hpp>, "ranks_per_node": 2}
 //                                                           the cluster given, plus the layout that ran
 //    "strategy": {<strategy JSON of io/json.hpp>},
-//    "settings": {"warmup": 2, "compute_scale": 0, "seed": 1},      "pack": "always" | "never" when
-//                                                           the run overrode the default packing
+//    "settings": {"warmup": 2, "compute_scale": 0, "seed": 1},      plus "pack": "always" | "never"
+//                                                           when the run overrode the default packing
 //    "iterations": [                                        the measured iterations (warm-up excluded)
 //       {"sync_s": 1.2e-3, "exposed_s": 4e-4, "iteration_s": 2e-3,     max over the ranks
 //        "ranks": {"sync_s": [...], "exposed_s": [...], "iteration_s": [...]}},  one entry per rank
@@ -127,7 +127,6 @@ struct run_settings {
   std::uint64_t seed = 0;     // seed of the synthetic gradients
   exec::packing pack = exec::packing::automatic;  // how fused buckets reached the wire (`run --pack`)
 };
-
 
 struct environment_info {
   std::string hostname;
@@ -330,7 +329,7 @@ namespace detail {
     if (const auto* x = jio::find(*s, "seed")) r.settings.seed = jio::read_uint64(*x, "settings.seed");
     if (const auto* x = jio::find(*s, "pack")) {
       const auto p = x->is_string() ? exec::packing_from_name(x->get<std::string>()) : std::nullopt;
-      if (!p) throw error("settings.pack", "must be \"automatic\", \"always\" or \"never\", got " + x->dump());
+      if (!p) throw error("settings.pack", "must be \"automatic\", \"always\" or \"never\", got " + jio::shown(*x));
       r.settings.pack = *p;
     }
   }
