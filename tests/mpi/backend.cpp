@@ -106,6 +106,22 @@ void check_primitives(mpi_backend& b, std::initializer_list<std::size_t> sizes) 
         b.sendrecv(mine.data(), sn, right, got.data(), rn, left, t, 6);
         AUTOSYNC_CHECK_ELEMENTS(got, bytes_of(left, rn, t, 50), 0, rn, t);
       }
+      {  // sendrecv_many: every rank sends its own n + q elements to every other rank q and
+         // receives n + r from each, all at once (a parameter server's side-by-side exchange)
+        std::vector<std::vector<unsigned char>> out(static_cast<std::size_t>(p)), in(static_cast<std::size_t>(p));
+        std::vector<peer_piece> sends, recvs;
+        for (int q = 0; q < p; ++q) {
+          if (q == r) continue;
+          const auto uq = static_cast<std::size_t>(q);
+          out[uq] = bytes_of(r, n + uq, t, 60);
+          in[uq].assign((n + static_cast<std::size_t>(r)) * es, 0x44);
+          sends.push_back({{out[uq].data(), n + uq}, q});
+          recvs.push_back({{in[uq].data(), n + static_cast<std::size_t>(r)}, q});
+        }
+        b.sendrecv_many(sends, recvs, t, 7);
+        for (int q = 0; q < p; ++q)
+          if (q != r) AUTOSYNC_CHECK_ELEMENTS(in[static_cast<std::size_t>(q)], bytes_of(q, n + static_cast<std::size_t>(r), t, 60), 0, n + static_cast<std::size_t>(r), t);
+      }
       b.barrier();
     }
 }
@@ -172,6 +188,9 @@ TEST_CASE("mpi_backend: bad arguments name the field") {
   CHECK_THROWS_WITH(b.recv(x, 2, dtype::f32, -1, 0), "'peer'");
   CHECK_THROWS_WITH(b.send(x, 2, dtype::f32, 0, -4), "'tag'");
   CHECK_THROWS_WITH(b.sendrecv(x, 1, 0, x + 1, 1, p + 3, dtype::f32, 1), "'src'");
+  const peer_piece far{{reinterpret_cast<unsigned char*>(x), 1}, p};
+  CHECK_THROWS_WITH(b.sendrecv_many(std::span(&far, 1), {}, dtype::f32, 1), "'dst'");
+  CHECK_THROWS_WITH(b.sendrecv_many({}, std::span(&far, 1), dtype::f32, 1), "'src'");
   CHECK_THROWS_WITH(b.reduce(x, 2, dtype::f32, p), "'root'");
   CHECK_THROWS_WITH(b.broadcast(x, 2, dtype::f32, -1), "'root'");
   mpi_backend empty;

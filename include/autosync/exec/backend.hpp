@@ -26,6 +26,10 @@
 //   sendrecv_pieces(span<const mem_piece> s, dst, span<const mem_piece> r, src, t, tag)
 //                                          piece k sent is one message, received by the peer's
 //                                          piece k; all posted at once (dst/src -1: none)
+//   sendrecv_many(span<const peer_piece> s, span<const peer_piece> r, t, tag)
+//                                          every piece one message to / from its own peer; all
+//                                          posted at once (receives first) and waited on together
+//                                          (a parameter server's pushes and pulls side by side)
 // The collectives run on the user's tensors in place through it (no packing copy), so a backend
 // whose buffers are not host memory (a device backend) opts out with
 //   static constexpr bool host_memory = false;
@@ -47,6 +51,12 @@ namespace autosync::exec {
 struct mem_piece {
   unsigned char* at = nullptr;
   std::size_t n = 0;
+};
+
+// A piece that goes to, or comes from, rank `peer`.
+struct peer_piece {
+  mem_piece piece;
+  int peer = -1;
 };
 
 template <class B>

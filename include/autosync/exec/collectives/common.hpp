@@ -221,6 +221,24 @@ void exchange(B& x, std::span<const mem_piece> s, int dst, std::span<const mem_p
   }
 }
 
+// Whether backend B posts messages to / from several peers at once (Backend::sendrecv_many).
+template <class B>
+inline constexpr bool has_sendrecv_many =
+    requires(B& x, std::span<const peer_piece> s, dtype t, int tag) { x.sendrecv_many(s, s, t, tag); };
+
+// Every piece of s one message to its peer, every piece of r one from its peer. Backends with
+// sendrecv_many post them all at once (the transfers run side by side); others get one blocking
+// call per piece: the receives in order, then the sends in order.
+template <Backend B>
+void exchange_many(B& x, std::span<const peer_piece> s, std::span<const peer_piece> r, dtype t, int tag) {
+  if constexpr (has_sendrecv_many<B>) {
+    x.sendrecv_many(s, r, t, tag);
+  } else {
+    for (const auto& q : r) x.recv(q.piece.at, q.piece.n, t, q.peer, tag);
+    for (const auto& q : s) x.send(q.piece.at, q.piece.n, t, q.peer, tag);
+  }
+}
+
 // Range [sa, sa + sn) of v to dst while range [ra, ra + rn) of v comes from src (rings, exchanges).
 template <Backend B, class V>
 void swap_ranges(B& x, const V& v, std::size_t sa, std::size_t sn, int dst, std::size_t ra, std::size_t rn, int src, int tag) {

@@ -1,7 +1,9 @@
 // autosync/exec/collectives/ps_push_pull.hpp — the parameter server's push and pull.
 //
 //   ps_push_pull: a star through one server rank (push: every rank's vector summed on the server,
-//   pull: the sum sent back). With local replication the node first sums onto its local rank 0,
+//   pull: the sum sent back). The server takes the pushes and hands out the pulls side by side
+//   (Backend::sendrecv_many: every receive, then every send, posted at once) and adds the pushes
+//   in rank order, so the sum has the same bits as one push after another. With local replication the node first sums onto its local rank 0,
 //   only node leaders talk to the server, and leaders hand the result to their node.
 //
 // Part of exec/collectives.hpp (the overview: block layout, segmented buffers, exactness).
@@ -23,6 +25,56 @@
 
 namespace autosync::exec {
 
+namespace detail {
+
+// A parameter server takes its pushes side by side into one scratch block per sender when the
+// blocks of one exchange fit in this many bytes; above it, one push after another (scratch of one).
+inline constexpr std::size_t ps_side_by_side_bytes = std::size_t{64} << 20;
+
+// The server's side of the pushes of n elements from the ranks `from`: received side by side when
+// the backend posts several messages at once (Backend::sendrecv_many) and their blocks fit in
+// ps_side_by_side_bytes, one after another otherwise; summed into buf in the order of `from`
+// either way (the same additions, the same bits). With replace_first the first push replaces buf.
+template <Backend B>
+void ps_take_pushes(comms<B>& c, void* buf, std::size_t n, dtype t, std::span<const int> from, bool replace_first) {
+  const std::size_t es = size_of(t);
+  if (from.empty()) return;
+  if constexpr (has_sendrecv_many<B>) {
+    if (from.size() > 1 && n > 0 && from.size() <= ps_side_by_side_bytes / (n * es)) {
+      unsigned char* tmp = room(c.scratch, from.size() * n, es);
+      std::vector<peer_piece> in(from.size());
+      for (std::size_t i = 0; i < from.size(); ++i) in[i] = {{tmp + i * n * es, n}, from[i]};
+      c.world.sendrecv_many({}, in, t, tag_ps_push);
+      for (std::size_t i = 0; i < from.size(); ++i) {
+        if (i == 0 && replace_first) copy_bytes(buf, tmp, n * es);
+        else sum_into(buf, tmp + i * n * es, n, t);
+      }
+      return;
+    }
+  }
+  unsigned char* tmp = room(c.scratch, n, es);
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (i == 0 && replace_first) {
+      c.world.recv(buf, n, t, from[i], tag_ps_push);
+    } else {
+      c.world.recv(tmp, n, t, from[i], tag_ps_push);
+      sum_into(buf, tmp, n, t);
+    }
+  }
+}
+
+// The server's pulls: buf to every rank of `to`, side by side when the backend posts several
+// messages at once, one after another otherwise.
+template <Backend B>
+void ps_give_pulls(comms<B>& c, void* buf, std::size_t n, dtype t, std::span<const int> to) {
+  std::vector<peer_piece> out;
+  out.reserve(to.size());
+  for (const int q : to) out.push_back({{static_cast<unsigned char*>(buf), n}, q});
+  exchange_many(c.world, std::span<const peer_piece>(out), {}, t, tag_ps_pull);
+}
+
+}  // namespace detail
+
 // Parameter server: server_rank sums every rank's buf, then every rank receives the sum.
 //
 //   local_replication = false            local_replication = true (2 nodes x 2, server 1)
@@ -41,14 +93,11 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
   unsigned char* tmp = nullptr;
   if (!local_replication) {
     if (r == server_rank) {
-      tmp = detail::room(c.scratch, n, v.es);
-      for (int q = 0; q < p; ++q) {
-        if (q == server_rank) continue;
-        c.world.recv(tmp, n, t, q, detail::tag_ps_push);
-        sum_into(buf, tmp, n, t);
-      }
+      std::vector<int> others;  // every other rank, in rank order
       for (int q = 0; q < p; ++q)
-        if (q != server_rank) c.world.send(buf, n, t, q, detail::tag_ps_pull);
+        if (q != server_rank) others.push_back(q);
+      detail::ps_take_pushes(c, buf, n, t, others, false);
+      detail::ps_give_pulls(c, buf, n, t, others);
     } else {
       c.world.send(buf, n, t, server_rank, detail::tag_ps_push);
       c.world.recv(buf, n, t, server_rank, detail::tag_ps_pull);
@@ -71,21 +120,12 @@ void ps_push_pull(comms<B>& c, void* buf, std::size_t n, dtype t, int server_ran
   // 2. leaders push to the server, 3. the server sends the sum back to the leaders
   const bool server_leads = server_rank % g == 0;
   if (r == server_rank) {
-    if (tmp == nullptr) tmp = detail::room(c.scratch, n, v.es);
-    bool first = !server_leads;  // a non-leader server's own part went into its leader's sum
-    for (int k = 0; k < nodes; ++k) {
-      const int leader = k * g;
-      if (leader == server_rank) continue;
-      if (first) {
-        c.world.recv(buf, n, t, leader, detail::tag_ps_push);
-        first = false;
-      } else {
-        c.world.recv(tmp, n, t, leader, detail::tag_ps_push);
-        sum_into(buf, tmp, n, t);
-      }
-    }
+    std::vector<int> leaders;  // the other nodes' leaders, in node order
     for (int k = 0; k < nodes; ++k)
-      if (k * g != server_rank) c.world.send(buf, n, t, k * g, detail::tag_ps_pull);
+      if (k * g != server_rank) leaders.push_back(k * g);
+    // a non-leader server's own part went into its leader's sum: the first push replaces buf
+    detail::ps_take_pushes(c, buf, n, t, leaders, !server_leads);
+    detail::ps_give_pulls(c, buf, n, t, leaders);
   } else if (c.local == 0) {
     c.world.send(buf, n, t, server_rank, detail::tag_ps_push);
     c.world.recv(buf, n, t, server_rank, detail::tag_ps_pull);

@@ -289,27 +289,30 @@ class mpi_backend {
     if (dst >= 0) check_rank(dst, "dst", "sendrecv");
     if (src >= 0) check_rank(src, "src", "sendrecv");
     check_tag(tag, "sendrecv");
-    const std::size_t es = size_of(t);
     std::vector<pending>& p = pieces_;
     p.clear();
-    auto post = [&](const mem_piece& x, int peer, bool is_send) {
-      for (std::size_t o = 0; o < x.n || o == 0; o += max_count_) {
-        p.push_back({MPI_REQUEST_NULL, peer, is_send});
-        unsigned char* at = x.at + std::min(o, x.n) * es;
-        const int rc = is_send ? MPI_Isend(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req)
-                               : MPI_Irecv(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req);
-        if (rc != MPI_SUCCESS) {
-          p.pop_back();
-          abandon(p);
-          check(rc, "sendrecv");
-        }
-        if (x.n == 0) break;
-      }
-    };
+    auto post = [&](const mem_piece& x, int peer, bool is_send) { post_piece(p, x, peer, is_send, t, tag); };
     if (src >= 0)
       for (const auto& x : r) post(x, src, false);
     if (dst >= 0)
       for (const auto& x : s) post(x, dst, true);
+    wait_p2p(std::span<pending>(p), "sendrecv", tag);
+  }
+
+  // Every piece of s one message to its peer, every piece of r one from its peer: every receive
+  // posted first, then every send, all waited on together (one deadline). A parameter server
+  // takes its pushes and hands out its pulls this way, side by side instead of one peer after
+  // another. Pieces above max_count() travel as several messages (the peer cuts them alike).
+  void sendrecv_many(std::span<const peer_piece> s, std::span<const peer_piece> r, dtype t, int tag) {
+    usable("sendrecv");
+    for (const auto& x : s) check_rank(x.peer, "dst", "sendrecv");
+    for (const auto& x : r) check_rank(x.peer, "src", "sendrecv");
+    check_tag(tag, "sendrecv");
+    std::vector<pending>& p = pieces_;
+    p.clear();
+    auto post = [&](const mem_piece& x, int peer, bool is_send) { post_piece(p, x, peer, is_send, t, tag); };
+    for (const auto& x : r) post(x.piece, x.peer, false);
+    for (const auto& x : s) post(x.piece, x.peer, true);
     wait_p2p(std::span<pending>(p), "sendrecv", tag);
   }
 
@@ -487,6 +490,24 @@ class mpi_backend {
     throw error("rank " + std::to_string(rank_), "mpi " + std::string(op) + " on rank " + std::to_string(rank_) + " timed out after " +
                                                       mpi_detail::seconds(timeout_) + " s waiting for the other " +
                                                       std::to_string(size_ - 1) + " ranks of its communicator");
+  }
+
+  // Posts piece x to / from peer (several messages above max_count()) into p; on an MPI error the
+  // pieces already posted are abandoned and the error thrown.
+  void post_piece(std::vector<pending>& p, const mem_piece& x, int peer, bool is_send, dtype t, int tag) {
+    const std::size_t es = size_of(t);
+    for (std::size_t o = 0; o < x.n || o == 0; o += max_count_) {
+      p.push_back({MPI_REQUEST_NULL, peer, is_send});
+      unsigned char* at = x.at + std::min(o, x.n) * es;
+      const int rc = is_send ? MPI_Isend(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req)
+                             : MPI_Irecv(at, count(x.n, o), mpi_detail::type_of(t), peer, tag, comm_, &p.back().req);
+      if (rc != MPI_SUCCESS) {
+        p.pop_back();
+        abandon(p);
+        check(rc, "sendrecv");
+      }
+      if (x.n == 0) break;
+    }
   }
 
   void wait_p2p(std::span<pending> ps, const char* op, int tag) {
