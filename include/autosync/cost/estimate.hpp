@@ -47,9 +47,9 @@
 //                          remote  = copies - own: the copies through the server's NIC, pushed
 //                                    in and pulled out
 //                        The exchange is the executor's (exec/collectives/ps_push_pull.hpp) over
-//                        MPI: the server posts its receives in rank order, but every sender's
-//                        message is already under way (a blocking send fills its socket
-//                        buffers), so the pushes flow side by side, bounded by the busiest port:
+//                        MPI: the server posts every receive at once and every pull at once
+//                        (Backend::sendrecv_many), so the pushes flow side by side, bounded by
+//                        the busiest port, and then the pulls the same way:
 //                          one_way = max(alpha_k, alpha_srv) + max(remote B beta_srv,
 //                                    max over nodes k != h of c_k B beta_k,
 //                                    (c_h - 1) B beta_intra without local replication)
@@ -60,8 +60,8 @@
 //                                    pull on g ranks (cost::reduce / cost::broadcast)
 //                        transfer = local reduce + exchange + local broadcast. On the testbed
 //                        (4 hosts at 1 Gb/s to 100 Mb/s, one server, 64 KiB-1 MiB) the measured
-//                        exchange is 0.95-1.39x this; on a fast server behind slow senders it is
-//                        0.64-0.82x the messages one after another. (BytePS also overlaps push
+//                        exchange is 1.05-1.33x this; on a fast server behind slow senders it is
+//                        0.63-0.79x the messages one after another. (BytePS also overlaps push
 //                        and pull and hides the sums; the executor does neither.)
 //                        NIC occupancy of the transfer on worker node k, max(out, in) beta_k:
 //                          k != h   c_k B beta_k        (c_k B out: push; c_k B in: pull)
