@@ -120,16 +120,15 @@ int run_run(const run_opts& ro, program& prog) {
     const double per_flop = ro.compute_scale > 0.0 ? ro.compute_scale / flops : 0.0;
     for (const auto& t : src.spec.tensors) backward_s.push_back(t.backward_flops * per_flop);
     forward_s = src.spec.forward_flops * per_flop;
-    if (rank == 0 && !ro.records.empty()) {  // fail now, not after the run
-      const int fd = ::open(ro.records.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) throw error("--records", "cannot open '" + ro.records + "' to append: " + std::strerror(errno));
+    // the output files: fail now, not after the run
+    auto openable = [&](const std::string& path, const char* option, int mode, const char* what) {
+      if (rank != 0 || path.empty()) return;
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | mode, 0644);
+      if (fd < 0) throw error(option, "cannot open '" + path + "' to " + what + ": " + std::strerror(errno));
       ::close(fd);
-    }
-    if (rank == 0 && !ro.bucket_times.empty()) {
-      const int fd = ::open(ro.bucket_times.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) throw error("--bucket-times", "cannot open '" + ro.bucket_times + "' to write: " + std::strerror(errno));
-      ::close(fd);
-    }
+    };
+    openable(ro.records, "--records", O_APPEND, "append");
+    openable(ro.bucket_times, "--bucket-times", 0, "write");
   } catch (const std::exception& e) {
     failure = e.what();
   }

@@ -206,10 +206,10 @@ constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local,
   const double own_bw = local ? 0.0 : own * B * f.intra.beta;
   server_bw_part = std::max(net_bw, own_bw);
   // The exchange as exec/collectives/ps_push_pull.hpp runs it over MPI: the server posts every
-  // receive at once (Backend::sendrecv_many), so the pushes flow side by side, bounded by the server's NIC (all
-  // remote copies), each sender's NIC (its own copies) and the host's device links (its other
-  // ranks); the server adds each push on arrival; then the pulls flow out the same way. One
-  // latency per direction (the messages' flights overlap).
+  // receive at once (Backend::sendrecv_many), so the pushes flow side by side, bounded by the
+  // server's NIC (all remote copies), each sender's NIC (its own copies) and the host's device
+  // links (its other ranks); the server adds the pushes; then the pulls flow out the same way.
+  // One latency per direction (the messages' flights overlap).
   double alpha = 0.0, slowest = 0.0;
   for (std::size_t k = 0; k < f.workers.size(); ++k) {
     if (static_cast<int>(k) == h) continue;

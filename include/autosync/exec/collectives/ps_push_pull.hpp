@@ -3,8 +3,9 @@
 //   ps_push_pull: a star through one server rank (push: every rank's vector summed on the server,
 //   pull: the sum sent back). The server takes the pushes and hands out the pulls side by side
 //   (Backend::sendrecv_many: every receive, then every send, posted at once) and adds the pushes
-//   in rank order, so the sum has the same bits as one push after another. With local replication the node first sums onto its local rank 0,
-//   only node leaders talk to the server, and leaders hand the result to their node.
+//   in rank order, so the sum has the same bits as one push after another. With local
+//   replication the node first sums onto its local rank 0, only node leaders talk to the
+//   server, and leaders hand the result to their node.
 //
 // Part of exec/collectives.hpp (the overview: block layout, segmented buffers, exactness).
 #pragma once

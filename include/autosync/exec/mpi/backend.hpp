@@ -310,9 +310,8 @@ class mpi_backend {
     check_tag(tag, "sendrecv");
     std::vector<pending>& p = pieces_;
     p.clear();
-    auto post = [&](const mem_piece& x, int peer, bool is_send) { post_piece(p, x, peer, is_send, t, tag); };
-    for (const auto& x : r) post(x.piece, x.peer, false);
-    for (const auto& x : s) post(x.piece, x.peer, true);
+    for (const auto& x : r) post_piece(p, x.piece, x.peer, false, t, tag);
+    for (const auto& x : s) post_piece(p, x.piece, x.peer, true, t, tag);
     wait_p2p(std::span<pending>(p), "sendrecv", tag);
   }
 
