@@ -93,16 +93,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_learn_eval: %s\n", e.what());
     return 1;
   }
+  // records of a non-default executor setting (--pack) are not samples: drop them here, so that
+  // recs[i] and samples[i] stay the same trial below
+  std::erase_if(recs, [](const learn::trial_record& r) { return !learn::default_executor(r); });
   const auto samples = learn::make_samples(recs);
   std::set<std::string> groups;
   for (const auto& s : samples) groups.insert(s.group);
   std::printf("bench_learn_eval: %zu records in %zu files, %zu ranking groups\n\n", samples.size(), files.size(), groups.size());
 
   // ---- 1. held-out ranking: 5 folds by strategy, then one machine (cluster) at a time ------
-  auto machine_of = [](const learn::sample& s) {  // the group is "model@cluster|..."
-    const auto at = s.group.find('@'), bar = s.group.find('|', at);
-    return s.group.substr(at + 1, bar - at - 1);
+  auto machine_of_group = [](const std::string& g) {  // a group is "model@cluster|..."
+    const auto at = g.find('@'), bar = g.find('|', at);
+    return g.substr(at + 1, bar - at - 1);
   };
+  auto machine_of = [&](const learn::sample& s) { return machine_of_group(s.group); };
   std::vector<std::string> machines;
   for (const auto& s : samples)
     if (std::find(machines.begin(), machines.end(), machine_of(s)) == machines.end()) machines.push_back(machine_of(s));
@@ -151,6 +155,19 @@ int main(int argc, char** argv) {
   std::printf("   held out by machine (leave-one-cluster-out over %zu clusters, %zu predictions: no row of the machine in training)\n",
               machines.size(), by_machine.meas.size());
   print_table(by_machine);
+  // per held-out machine: which machine the model ranks worst (pairs within its groups only)
+  for (const auto& mc : machines) {
+    held_out h;
+    for (std::size_t i = 0; i < by_machine.grp.size(); ++i) {
+      if (machine_of_group(by_machine.grp[i]) != mc) continue;
+      h.meas.push_back(by_machine.meas[i]);
+      h.ana.push_back(by_machine.ana[i]);
+      h.cor.push_back(by_machine.cor[i]);
+      h.grp.push_back(by_machine.grp[i]);
+    }
+    std::printf("     %-44s %4zu trials  pairwise analytical %.3f, GBT %.3f\n", mc.c_str(), h.meas.size(),
+                learn::pairwise_accuracy(h.ana, h.meas, h.grp), learn::pairwise_accuracy(h.cor, h.meas, h.grp));
+  }
   // The measurement's own repeatability bounds any predictor: the median of a trial's even
   // iterations "predicting" the median of its odd ones.
   {
