@@ -1,5 +1,6 @@
 // tests/mpi/backend.cpp — exec::mpi_backend itself: every primitive of the Backend concept for
-// every dtype (also split into several MPI calls by a small max_count), split, argument errors,
+// every dtype (also split into several MPI calls by a small max_count, and cut into pieces
+// between ranks of different hosts), split, argument errors,
 // AUTOSYNC_TIMEOUT_S, and the timeouts: a peer that skips a receive, a send or a collective
 // makes the waiting rank throw an error naming the rank within the timeout, and the job goes on.
 #include "collective_checks.hpp"
@@ -139,6 +140,46 @@ TEST_CASE("mpi_backend: counts above max_count are split into several MPI calls"
   auto b = mpi_backend::world();
   b.set_max_count(7);
   check_primitives(b, {6, 7, 8, 50});
+}
+
+TEST_CASE("mpi_backend: messages between hosts travel in pieces of piece_bytes, the same bits") {
+  // Every rank its own host (and every other rank's pair of ranks one host): each primitive with
+  // messages cut into pieces of 8 bytes (1-2 elements), then of 24, with max_count below and above.
+  const int r = mpi_backend::world().rank();
+  for (const bool pairs : {false, true})
+    for (const std::size_t piece : {std::size_t{8}, std::size_t{24}})
+      for (const std::size_t maxc : {std::size_t{INT_MAX}, std::size_t{5}}) {
+        CONTEXT("hosts of " << (pairs ? 2 : 1) << " ranks, piece_bytes=" << piece << " max_count=" << maxc);
+        auto b = mpi_backend::world();
+        b.set_piece_bytes(piece);
+        b.set_max_count(maxc);
+        b.locate("host-" + std::to_string(pairs ? r / 2 : r));
+        CHECK_EQ(b.piece_bytes(), piece);
+        for (int q = 0; q < b.size(); ++q) CHECK_EQ(b.remote(q), pairs ? q / 2 != r / 2 : q != r);
+        check_primitives(b, {0, 1, 7, 50});
+      }
+}
+
+TEST_CASE("mpi_backend: one host is never cut; world() locates; a piece size the ranks disagree on is an error") {
+  auto b = mpi_backend::world();
+  CHECK_EQ(b.piece_bytes(), std::size_t{32} << 10);  // the default (AUTOSYNC_MPI_PIECE_BYTES unset)
+  for (int q = 0; q < b.size(); ++q) CHECK(!b.remote(q));  // mpirun on one machine: one processor name
+  b.set_piece_bytes(b.rank() == 0 ? 64 : 32);
+  if (b.size() > 1) CHECK_THROWS_WITH(b.locate(), "'piece_bytes': mpi_backend: rank ");
+  b.barrier();  // every rank threw: still in step
+  const char* old = std::getenv("AUTOSYNC_MPI_PIECE_BYTES");
+  const std::string saved = old ? old : "";
+  setenv("AUTOSYNC_MPI_PIECE_BYTES", "0", 1);
+  CHECK_EQ(mpi_backend::world().piece_bytes(), 0u);
+  for (const char* bad : {"abc", "-1", "5k", "2000000000000"}) {
+    CONTEXT("AUTOSYNC_MPI_PIECE_BYTES=" << bad);
+    setenv("AUTOSYNC_MPI_PIECE_BYTES", bad, 1);
+    CHECK_THROWS_WITH(mpi_backend::world(), "'AUTOSYNC_MPI_PIECE_BYTES'");  // thrown before any communication
+  }
+  if (old) setenv("AUTOSYNC_MPI_PIECE_BYTES", saved.c_str(), 1);
+  else unsetenv("AUTOSYNC_MPI_PIECE_BYTES");
+  b.set_piece_bytes(std::size_t{32} << 10);
+  b.barrier();
 }
 
 TEST_CASE("mpi_backend: split by color, ordered by key, color < 0 is not a member") {

@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -90,6 +91,17 @@ struct half_ops {
   if (end == s || *end != '\0' || !(v > 0.0) || v > 1e9)
     throw error("AUTOSYNC_TIMEOUT_S", std::string("'") + s + "' is not a positive number of seconds");
   return v;
+}
+
+// AUTOSYNC_MPI_PIECE_BYTES, or 32 KiB: the largest message between hosts (mpi_backend::piece_bytes).
+[[nodiscard]] inline std::size_t default_piece_bytes() {
+  const char* s = std::getenv("AUTOSYNC_MPI_PIECE_BYTES");
+  if (s == nullptr || *s == '\0') return std::size_t{32} << 10;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s || *end != '\0' || *s == '-' || v > (std::uint64_t{1} << 40))
+    throw error("AUTOSYNC_MPI_PIECE_BYTES", std::string("'") + s + "' is not a byte count in [0, 2^40] (0: never cut)");
+  return static_cast<std::size_t>(v);
 }
 
 [[nodiscard]] inline std::string seconds(double s) {
