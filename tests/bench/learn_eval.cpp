@@ -21,6 +21,7 @@
 //    (transfer). Reported: the best measured strategy vs the best measured baseline (anchor:
 //    AutoSync up to 1.6x), the trials the loop needed to reach 95 % of the final speedup with
 //    and without the source records, and what a random order needs on average.
+#include <autosync/compressors/all.hpp>  // records of strategies with a registered compressor (int8, QSGD, top-k, ...)
 #include <autosync/cost/features.hpp>
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/dataset.hpp>
