@@ -54,6 +54,7 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
 #include <autosync/exec/collectives.hpp>
+#include <autosync/exec/hash.hpp>
 #include <autosync/exec/mpi/session.hpp>
 #include <autosync/model.hpp>
 
@@ -156,12 +157,7 @@ class mpi_backend {
   // for launchers whose processor names do not tell hosts apart.
   void locate(std::string_view host) {
     usable("locate");
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the name
-    for (const char ch : host) {
-      h ^= static_cast<unsigned char>(ch);
-      h *= 1099511628211ull;
-    }
-    const std::uint64_t mine[2] = {h, static_cast<std::uint64_t>(piece_bytes_)};
+    const std::uint64_t mine[2] = {hasher{}.str(host).value(), static_cast<std::uint64_t>(piece_bytes_)};
     std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size_));
     MPI_Request req;
     check(MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_, &req), "locate");
