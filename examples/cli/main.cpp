@@ -14,7 +14,8 @@
 //                     [--ranks-per-node N] [--iters N] [--warmup K] [--compute-scale X]
 //                     [--records trials.jsonl] [--seed N]
 //   autosync sample --model NAME|FILE [--scale X] --cluster NAME|FILE --out-dir DIR [--count N] [--seed N]
-//                     [--baselines] [--search] [--allow-lossy] [--max-runs N] [--model-out m.json]
+//                     [--baselines] [--search] [--allow-lossy [--compressors a,b] [--max-compression-ratio R]]
+//                     [--max-runs N] [--model-out m.json]
 //   autosync learn --records a.jsonl ... | --collectives cases.json   (learn.cpp)
 //   autosync tune --model M --cluster C --records r.jsonl ...            (tune.cpp)
 //

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace autosync_cli {
 namespace {
@@ -32,6 +33,8 @@ struct sample_opts {
   int count = 10, max_runs = 8;
   std::uint64_t seed = 1;
   bool baselines = false, search = false, allow_lossy = false, no_correction = false;
+  double max_ratio = 0.0;                // --max-compression-ratio (0: no limit)
+  std::vector<std::string> compressors;  // --compressors a,b: the lossy ones allowed
 };
 
 int run_sample(const sample_opts& so) {
@@ -46,6 +49,7 @@ int run_sample(const sample_opts& so) {
   const auto m = learn::scaled_compute(
       looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale), so.compute_scale);
   const auto c = load_cluster(so.cluster);
+  const auto budget = lossy_budget_of(so.allow_lossy, so.max_ratio, so.compressors);
   std::error_code ec;
   std::filesystem::create_directories(so.out_dir, ec);
   if (ec) throw error("--out-dir", "cannot create '" + so.out_dir + "': " + ec.message());
@@ -61,6 +65,7 @@ int run_sample(const sample_opts& so) {
 
   search::space_options spo;
   spo.allow_lossy = so.allow_lossy;
+  spo.lossy = budget;
   const search::space sp(m, c, spo);
   const auto drawn = learn::random_strategies(sp, static_cast<std::size_t>(so.count), so.seed, static_cast<std::size_t>(so.max_runs));
   for (const auto& s : drawn) emit(s, s.name + ".json");
@@ -71,6 +76,7 @@ int run_sample(const sample_opts& so) {
     search::options opt;
     opt.seed = so.seed;
     opt.allow_lossy = so.allow_lossy;
+    opt.lossy = budget;
     // as `optimize` picks by default: re-ranked by the embedded correction where it applies
     if (so.search && !so.no_correction && corrects_by_default(c)) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
     const auto r = search::optimize(m, c, opt);
@@ -100,7 +106,9 @@ subcommand add_sample(CLI::App& app) {
   sub->add_flag("--baselines", so->baselines, "also write every baseline strategy");
   sub->add_flag("--search", so->search, "also write the strategy the search finds (as `optimize` finds it by default)");
   sub->add_flag("--no-correction", so->no_correction, "the search's pick by the analytical model only (as `optimize --no-correction`)");
-  sub->add_flag("--allow-lossy", so->allow_lossy, "let draws and search use lossy compression (fp16/bf16)");
+  sub->add_flag("--allow-lossy", so->allow_lossy,
+                "let draws and search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
+  add_lossy_budget(sub, so->max_ratio, so->compressors, "the draws and the search");
   return {sub, [so](program&) { return run_sample(*so); }};
 }
 

@@ -4,13 +4,13 @@
     tests/testbed/sweep.py [--autosync build/bin/autosync] [--out tests/data/trials]
                            [--shapes 2x1,4x1,...] [--models resnet50,bert-base,...]
                            [--random N] [--no-baselines] [--seed S] [--iters 3] [--warmup 1]
-                           [--compute-fraction F] [--minutes M]
+                           [--compute-fraction F] [--minutes M] [--compressors fp16,bf16,...]
 
 For every shape (hosts x ranks per host at a rate; see SHAPES) it brings a testbed up
 (testbed.sh up), and for every model writes the strategies to try with `autosync sample` (the
 search's pick, the search's pick for communication alone (autosync-comm: the cluster with
 compute too fast to hide any), every baseline, N random draws from the search space, lossy compression allowed
-in the draws) for the model scaled to the testbed (--scale, the tensor structure kept: about
+in the draws: every registered compressor, or those --compressors names) for the model scaled to the testbed (--scale, the tensor structure kept: about
 0.12 s of ring all-reduce traffic at the slowest link), then runs each strategy with
 `autosync run` under the testbed's mpirun and appends its trial record to
 OUT/<cluster name>.jsonl. A fraction F of the strategies also runs with simulated backward
@@ -133,7 +133,8 @@ class Sweep:
             ddp = [f for f in files if f.endswith("baseline-ddp.json")]
             files = ddp + [f for f in files if f not in ddp]  # DDP first: its sync time sets the compute scale
         if self.a.random > 0:
-            r = subprocess.run(base + ["--count", str(self.a.random), "--allow-lossy"], stdout=subprocess.PIPE, text=True, check=True)
+            lossy = ["--allow-lossy"] + (["--compressors", self.a.compressors] if self.a.compressors else [])
+            r = subprocess.run(base + ["--count", str(self.a.random)] + lossy, stdout=subprocess.PIPE, text=True, check=True)
             files += r.stdout.split()
         return files
 
@@ -188,7 +189,7 @@ class Sweep:
         a = self.a
         self.log(f"# sweep {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: shapes {a.shapes}, models {a.models}, "
                  f"random {a.random}, baselines {not a.no_baselines}, seed {a.seed}, iters {a.iters}, warmup {a.warmup}, "
-                 f"compute fraction {a.compute_fraction}; {os.cpu_count()} cores")
+                 f"compute fraction {a.compute_fraction}, compressors {a.compressors or 'all'}; {os.cpu_count()} cores")
         try:
             for shape in a.shapes.split(","):
                 if shape not in SHAPES:
@@ -233,6 +234,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--compute-fraction", type=float, default=0.3)
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: no limit)")
+    ap.add_argument("--compressors", default="",
+                    help="the lossy compressors random draws may use, comma-separated (default: every registered one; "
+                         "a lossy trial first runs its compressors' guarantee checks, 15-70 s over the testbed's links)")
     a = ap.parse_args()
     a.autosync = str(Path(a.autosync).resolve())
     if not os.access(a.autosync, os.X_OK):
