@@ -56,8 +56,8 @@ int run_optimize(const optimize_opts& o) {
   opt.epsilon = o.epsilon;
   opt.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);
   if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
-  // the embedded correction's features are absolute and it was trained on the alpha-beta-gamma
-  // clusters of tests/data/collectives/cases.json: on an NCCL cluster it is opt-in
+  // the embedded correction was trained on the testbed's MPI trial records (tests/data/trials):
+  // on an NCCL cluster, whose executor it has never seen, it is opt-in
   const bool correct = o.force_correction || (!o.no_correction && corrects_by_default(c));
   if (correct) opt.correction = cost::corrected_evaluator{cost::default_correction{}};
   if (o.budget > 0) opt.max_evaluations = o.budget;

@@ -93,7 +93,9 @@ TEST_CASE("features: four unfused ring all-reduces, every term by hand") {
   for (std::size_t k = 0; k < 6; ++k) CHECK(a[k] == 0.0);  // no parameter servers
 
   const auto& r = f.row;
-  CHECK(r[at("log10_iteration")] == Approx(std::log10(0.030)));
+  // one node: the network is the device link (1 MB/s, 1 ms: a bandwidth-delay product of 1000 B)
+  CHECK(f.executor == Approx(0.030));  // lane 0 alone: the executor runs it as estimated
+  CHECK(r[at("log10_executor_over_estimate")] == Approx(0.0));
   CHECK(r[at("exposed_frac")] == Approx(25.0 / 30.0));
   CHECK(r[at("compute_frac")] == Approx(5.0 / 30.0));
   CHECK(r[at("communication_frac")] == Approx(28.0 / 30.0));
@@ -105,23 +107,27 @@ TEST_CASE("features: four unfused ring all-reduces, every term by hand") {
   CHECK(r[at("ranks_per_node")] == 2.0f);
   CHECK(r[at("servers")] == 1.0f);  // no server_only node: one co-located server per worker node
   CHECK(r[at("dedicated_servers")] == 0.0f);
-  CHECK(r[at("log10_intra_bw")] == Approx(6.0));
-  CHECK(r[at("log10_intra_lat")] == Approx(-3.0));
+  CHECK(r[at("log10_net_over_intra_bw")] == Approx(0.0));
+  CHECK(r[at("log10_nic_spread")] == Approx(0.0));
+  CHECK(r[at("log10_intra_over_net_lat")] == Approx(0.0));
+  CHECK(r[at("log10_net_lat_frac")] == Approx(std::log10(1e-3 / 0.030)));
   CHECK(r[at("groups")] == 1.0f);
   CHECK(r[at("log2_buckets")] == Approx(std::log2(5.0)));
   CHECK(r[at("log2_lane0_buckets")] == Approx(std::log2(5.0)));
   CHECK(r[at("log2_ps_transfers")] == 0.0f);
-  CHECK(r[at("log10_wire_bytes")] == Approx(std::log10(16000.0)));
+  CHECK(r[at("log10_wire_time_frac")] == Approx(std::log10(16000.0 * 1e-6 / 0.030)));
+  CHECK(r[at("log10_wire_over_dense")] == Approx(0.0));
   CHECK(r[at("ring_frac")] == 1.0f);
   CHECK(r[at("tree_frac")] == 0.0f);
   CHECK(r[at("ps_frac")] == 0.0f);
   CHECK(r[at("items_per_tensor")] == 1.0f);
-  CHECK(r[at("log10_mean_bucket")] == Approx(std::log10(4000.0)));
-  CHECK(r[at("log10_max_bucket")] == Approx(std::log10(4000.0)));
-  CHECK(r[at("log10_min_bucket")] == Approx(std::log10(4000.0)));
+  CHECK(r[at("log10_mean_bucket_over_bdp")] == Approx(std::log10(4.0)));
+  CHECK(r[at("log10_max_bucket_over_bdp")] == Approx(std::log10(4.0)));
+  CHECK(r[at("log10_min_bucket_over_bdp")] == Approx(std::log10(4.0)));
+  CHECK(r[at("log10_mean_item_over_bdp")] == Approx(std::log10(4.0)));
+  CHECK(r[at("max_server_time_frac")] == 0.0f);
   CHECK(r[at("log10_tensors")] == Approx(std::log10(4.0)));
   CHECK(r[at("launch_latency_frac")] == Approx(4e-3 / 0.030));
-  CHECK(r[at("log10_exposed")] == Approx(std::log10(0.025)));
   CHECK(r[at("ar_transmission_sum_frac")] == Approx(28.0 / 30.0));
   CHECK(r[at("ar_latency_max_frac")] == Approx(4.0 / 30.0));
 
@@ -160,6 +166,22 @@ TEST_CASE("features: a dedicated parameter server, transmission and latency by h
   CHECK(f.row[at("server_imbalance")] == 1.0f);
   CHECK(f.row[at("log2_ps_transfers")] == Approx(std::log2(5.0)));
   CHECK(f.row[at("log2_nodes")] == 1.0f);
+  // two nodes: the network is the slowest worker NIC (1 MB/s, latency 0: no bandwidth-delay
+  // product, sizes are read against 1 byte); the server takes all 16000 B at 1 us/B
+  CHECK(f.row[at("log10_net_over_intra_bw")] == Approx(0.0));
+  CHECK(f.row[at("log10_nic_spread")] == Approx(0.0));
+  CHECK(f.row[at("max_server_time_frac")] == Approx(16000 * 1e-6 / f.analytical.iteration));
+  CHECK(f.row[at("log10_wire_time_frac")] == Approx(std::log10(16000 * 1e-6 / f.analytical.iteration)));
+  CHECK(f.row[at("log10_mean_item_over_bdp")] == Approx(std::log10(4000.0)));
+
+  // a worker NIC 4x slower than the other: the spread is read as a ratio, and the network is
+  // the slow one (its latency 0.2 ms over the iteration)
+  auto slow = c;
+  slow.nodes[1].nic = autosync::link{0.25e6, 2e-4};
+  const auto fs = cost::compute_features(m, slow, one_group(m, g));
+  CHECK(fs.row[at("log10_nic_spread")] == Approx(std::log10(4.0)));
+  CHECK(fs.row[at("log10_net_over_intra_bw")] == 0.0f);  // one device per node: no device link to compare
+  CHECK(fs.row[at("log10_net_lat_frac")] == Approx(std::log10(2e-4 / fs.analytical.iteration)));
 }
 
 TEST_CASE("features: deterministic, bit for bit; an invalid strategy names its field") {

@@ -14,12 +14,19 @@
 // own timeline. Two sets:
 //
 // * `feature_row` (feature_count floats, names in `feature_names`): the analytical terms
-//   (iteration, exposed, compute, communication, compression, lower bound — as fractions of
-//   the iteration, plus log10 of the iteration), the cluster (ranks, worker nodes, ranks per
-//   node, servers, log10 link bandwidths and latencies), the strategy's structure (groups,
-//   buckets, lane-0 buckets, PS transfers, shards per tensor, bytes per bucket, the fraction
-//   of wire bytes per architecture / topology / schedule / replication / compression, server
-//   load imbalance) and AutoSync's 12 aggregates below as fractions of the iteration.
+//   (exposed, compute, communication, compression, lower bound as fractions of the iteration;
+//   the executor's serial replay over the estimate), the cluster (ranks, worker nodes, ranks per
+//   node, servers; its links only as ratios: network over device-link bandwidth and latency,
+//   the fastest worker NIC over the slowest, the network latency over the iteration), the
+//   strategy's structure (groups, buckets, lane-0 buckets, PS transfers, shards per tensor; the
+//   wire bytes' time at the network's rate over the iteration, wire over dense bytes; bucket
+//   and item sizes over the network's bandwidth-delay product; the fraction of wire bytes per
+//   architecture / topology / schedule / replication / compression; server load imbalance and
+//   the busiest server's bytes at its NIC's rate over the iteration) and AutoSync's 12
+//   aggregates below as fractions of the iteration. Machine-relative on purpose: no absolute
+//   bandwidth, latency, byte count or time, so a correction trained on some machines reads a
+//   new one through the same ratios (judged leave-one-machine-out: bench_learn_eval). The
+//   network is the slowest worker NIC (fabric::inter) on several nodes, the device link on one.
 //   Log-scaled where magnitudes span decades, so trees split on ratios, not units.
 //
 // * `autosync_row` (12 doubles, seconds, names in `autosync_feature_names`): the features of
@@ -67,14 +74,15 @@ inline constexpr std::array<std::string_view, autosync_feature_count> autosync_f
     "ar_transmission_max", "ar_transmission_sum", "ar_overhead_max", "ar_overhead_sum", "ar_latency_max", "ar_latency_sum"};
 
 inline constexpr std::array<std::string_view, 50> feature_names{
-    "log10_iteration",       "exposed_frac",         "compute_frac",        "communication_frac",  "compression_frac",
+    "log10_executor_over_estimate", "exposed_frac",     "compute_frac",        "communication_frac",  "compression_frac",
     "lower_bound_frac",      "log2_ranks",           "log2_nodes",          "ranks_per_node",      "servers",
-    "dedicated_servers",     "log10_intra_bw",       "log10_inter_bw",      "log10_intra_lat",     "log10_inter_lat",
-    "groups",                "log2_buckets",         "log2_lane0_buckets",  "log2_ps_transfers",   "log10_wire_bytes",
-    "log10_dense_bytes",     "ps_frac",              "sharded_frac",        "all_gather_frac",     "compressed_frac",
+    "dedicated_servers",     "log10_net_over_intra_bw", "log10_nic_spread", "log10_intra_over_net_lat", "log10_net_lat_frac",
+    "groups",                "log2_buckets",         "log2_lane0_buckets",  "log2_ps_transfers",   "log10_wire_time_frac",
+    "log10_wire_over_dense", "ps_frac",              "sharded_frac",        "all_gather_frac",     "compressed_frac",
     "ring_frac",             "tree_frac",            "halving_doubling_frac", "hierarchical_frac", "priority_frac",
-    "local_replication_frac", "items_per_tensor",    "log10_mean_bucket",   "log10_max_bucket",    "log10_min_bucket",
-    "server_imbalance",      "log10_max_server_bytes", "log10_tensors",     "launch_latency_frac", "log10_exposed",
+    "local_replication_frac", "items_per_tensor",    "log10_mean_bucket_over_bdp", "log10_max_bucket_over_bdp",
+    "log10_min_bucket_over_bdp", "server_imbalance", "max_server_time_frac", "log10_tensors",   "launch_latency_frac",
+    "log10_mean_item_over_bdp",
     "ps_transmission_max_frac", "ps_transmission_sum_frac", "ps_overhead_max_frac", "ps_overhead_sum_frac",
     "ps_latency_max_frac",   "ps_latency_sum_frac",  "ar_transmission_max_frac", "ar_transmission_sum_frac",
     "ar_overhead_max_frac",  "ar_latency_max_frac"};
@@ -212,7 +220,20 @@ namespace detail {
   auto put = [&](double v) { r[k++] = static_cast<float>(v); };
   using detail::lg10;
   using detail::lg2p1;
-  put(lg10(p.iteration));
+  // the network: the slowest worker NIC on several nodes, the device link on one; its
+  // bandwidth-delay product in bytes (sizes below are read against it)
+  const link_cost net = f.nodes > 1 ? f.inter : f.intra;
+  const double bdp = net.beta > 0.0 && net.alpha > 0.0 ? net.alpha / net.beta : 1.0;
+  auto ratio = [](double num, double den) { return num > 0.0 && den > 0.0 ? num / den : 1.0; };
+  double nic_fast = 0.0, nic_slow = 0.0;  // worker NICs' beta: the smallest and the largest
+  for (std::size_t w = 0; w < f.workers.size(); ++w) {
+    const double b = f.workers[w].nic.beta;
+    nic_fast = w == 0 ? b : std::min(nic_fast, b);
+    nic_slow = w == 0 ? b : std::max(nic_slow, b);
+  }
+  double server_time = 0.0;  // the busiest server's bytes at its own NIC's rate
+  for (std::size_t sv = 0; sv < S; ++sv) server_time = std::max(server_time, server_bytes[sv] * f.servers[sv].nic.beta);
+  put(lg10(ratio(out.executor, p.iteration)));
   put(p.exposed / it);
   put((p.forward + p.backward) / it);
   put(p.communication / it);
@@ -223,16 +244,16 @@ namespace detail {
   put(f.g);
   put(static_cast<double>(S));
   put(dedicated ? 1.0 : 0.0);
-  put(lg10(inverse(f.intra.beta)));
-  put(lg10(inverse(f.inter.beta)));
-  put(lg10(f.intra.alpha));
-  put(lg10(f.inter.alpha));
+  put(lg10(ratio(net.beta, f.intra.beta)));  // device-link bandwidth over the network's
+  put(lg10(ratio(nic_slow, nic_fast)));       // the fastest worker NIC over the slowest
+  put(lg10(ratio(f.intra.alpha, net.alpha)));
+  put(lg10(net.alpha / it));
   put(static_cast<double>(G));
   put(lg2p1(static_cast<double>(bks.size())));
   put(lg2p1(static_cast<double>(lane0_buckets)));
   put(lg2p1(static_cast<double>(ps_transfers)));
-  put(lg10(wire));
-  put(lg10(dense));
+  put(lg10(wire * net.beta / it));
+  put(lg10(ratio(wire, dense)));
   put(ps / wd);
   put(sharded / wd);
   put(gathered / wd);
@@ -244,14 +265,14 @@ namespace detail {
   put(prio / wd);
   put(local / wd);
   put(m.tensors.empty() ? 0.0 : static_cast<double>(items.size()) / static_cast<double>(m.tensors.size()));
-  put(lg10(bks.empty() ? 0.0 : bsum / static_cast<double>(bks.size())));
-  put(lg10(bmax));
-  put(lg10(bmin));
+  put(lg10((bks.empty() ? 0.0 : bsum / static_cast<double>(bks.size())) / bdp));
+  put(lg10(bmax / bdp));
+  put(lg10(bmin / bdp));
   put(S > 0 && ssum > 0.0 ? smax / (ssum / static_cast<double>(S)) : 0.0);
-  put(lg10(smax));
+  put(server_time / it);
   put(lg10(static_cast<double>(m.tensors.size())));
   put(static_cast<double>(lane0_events + ps_transfers) * launch_alpha / it);
-  put(lg10(p.exposed));
+  put(lg10((items.empty() ? 0.0 : wire / static_cast<double>(items.size())) / bdp));
   for (std::size_t q = 0; q < 10; ++q) put(a[q == 9 ? 10 : q] / it);
   if (k != feature_count) throw error("cost::compute_features: filled " + std::to_string(k) + " of " + std::to_string(feature_count) + " features");
   return out;
