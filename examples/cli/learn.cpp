@@ -6,7 +6,8 @@
 //     ones, learn::held_out) the pairwise ranking accuracy and Spearman correlation of the
 //     analytical model, the analytical model + the learned correction, and AutoSync's linear
 //     model on its 12 features (learn::rank_held_out); then trains on every record and writes
-//     the XGBoost JSON model and/or the embedded-model header (gbt::emit_header).
+//     the XGBoost JSON model and/or the embedded-model header (gbt::emit_header) with the
+//     evidence box of the training rows (gbt/evidence_box.hpp, cost::default_correction).
 //
 //   autosync learn --collectives cases.json [--folds 5] [--out model.json]
 //                  [--emit-header default_collective_model.hpp --name ...] [--rounds N] [--depth D] [--eta E]
@@ -100,7 +101,8 @@ std::string regenerate_lines(const std::string& args, const learn::xgb_params& p
 }
 
 // The evidence box as C++ (gbt/evidence_box.hpp), appended to the emitted forest.
-std::string box_text(const gbt::evidence_box<cost::collective_feature_count>& b, const std::string& name) {
+template <std::size_t N>
+std::string box_text(const gbt::evidence_box<N>& b, const std::string& name) {
   const auto hex = [](float v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
@@ -115,7 +117,7 @@ std::string box_text(const gbt::evidence_box<cost::collective_feature_count>& b,
   s << "\n// Where the forest has evidence (gbt/evidence_box.hpp): the training rows' feature and target ranges.\n"
     << "#include <autosync/gbt/evidence_box.hpp>\n\n";
   if (!ns.empty()) s << "namespace " << ns << " {\n\n";
-  s << "inline constexpr autosync::gbt::evidence_box<" << cost::collective_feature_count << "> " << var << "_box{\n    .lo = {";
+  s << "inline constexpr autosync::gbt::evidence_box<" << N << "> " << var << "_box{\n    .lo = {";
   for (std::size_t i = 0; i < b.lo.size(); ++i) s << (i ? ", " : "") << hex(b.lo[i]);
   s << "},\n    .hi = {";
   for (std::size_t i = 0; i < b.hi.size(); ++i) s << (i ? ", " : "") << hex(b.hi[i]);
@@ -204,7 +206,7 @@ int run_learn(const learn_opts& o) {
     std::printf("  analytical + GBT           %6.3f     %6.3f\n", r.corrected.pairwise, r.corrected.spearman);
     std::printf("  linear, 12 AutoSync feat.  %6.3f     %6.3f\n", r.linear.pairwise, r.linear.spearman);
   }
-  const auto all = learn::train_booster(samples, p);
+  const auto all = learn::train_bounded_booster(samples, p);
   std::ostringstream pre;
   pre << "// The learned correction of cost/corrected.hpp: y = log(measured / analytical iteration) from\n"
          "// cost::compute_features, trained by `autosync learn` "
@@ -213,8 +215,13 @@ int run_learn(const learn_opts& o) {
   pre << "\n"
       << regenerate_lines("--records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model",
                           p, defaults);
-  write_model(o, all, o.name.empty() ? "default_model" : o.name, pre.str(), std::to_string(p.rounds) + " trees on " +
-              std::to_string(samples.size()) + " records");
+  const std::string name = o.name.empty() ? "default_model" : o.name;
+  write_model(o, all.booster, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(samples.size()) + " records");
+  if (!o.header.empty()) {  // the evidence box of the training rows, which cost::default_correction bounds the forest by
+    std::ofstream h(o.header, std::ios::binary | std::ios::app);
+    h << box_text(all.box, name);
+    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
+  }
   return 0;
 #else
   needs_xgboost();

@@ -305,16 +305,37 @@ TEST_CASE("linear model: exact least squares recovers a linear law") {
   CHECK_THROWS_AS((void)learn::linear_model::fit(std::span<const cost::autosync_row>{}, std::span<const double>{}), error);
 }
 
-TEST_CASE("the embedded default correction: analytical x exp(the constexpr forest's prediction)") {
+TEST_CASE("the embedded default correction: analytical x exp(the constexpr forest's prediction, bounded by its evidence)") {
   static_assert(cost::Correction<cost::default_correction>);
   static_assert(cost::default_correction::num_features() == cost::feature_count);
   const auto m = tiny_model();
   const auto c = one_node();
   const auto s = one_group(m, group_desc{});
   const auto f = cost::compute_features(m, c, s);
-  const double forest = static_cast<double>(gbt::default_model.predict(f.row));
+  const float raw = gbt::default_model.predict(f.row);
+  const double forest = static_cast<double>(gbt::default_model_box.bound(raw, f.row));
   const auto p = cost::corrected_estimate(m, c, s, cost::default_correction{});
   CHECK(p.log_factor == forest);
+  CHECK(cost::default_correction{}.predict_unbounded(f.row) == raw);
+  // the box of the training rows: the forest's output stands inside it (clamped to the
+  // training targets' range) and fades to 0 one box width outside any feature
+  const auto& box = gbt::default_model_box;
+  CHECK(box.y_lo < box.y_hi);
+  for (std::size_t i = 0; i < cost::feature_count; ++i) CHECK(box.lo[i] <= box.hi[i]);
+  std::vector<float> inside(box.lo.begin(), box.lo.end());
+  CHECK(box.weight(inside) == 1.0);
+  const float y_in = cost::default_correction{}.predict(inside);
+  CHECK(y_in >= box.y_lo);
+  CHECK(y_in <= box.y_hi);
+  auto far = inside;
+  const auto r = at("log2_ranks");
+  far[r] = box.hi[r] + std::max(box.hi[r] - box.lo[r], 1.0f) * 2.0f;  // two widths past the most ranks trained on
+  CHECK(cost::default_correction{}.predict(far) == 0.0f);
+  auto half = inside;
+  half[r] = box.hi[r] + 0.5f * std::max(box.hi[r] - box.lo[r], 1.0f);
+  CHECK(box.weight(half) == Approx(0.5));
+  CHECK(cost::default_correction{}.predict(half) ==
+        Approx(0.5 * std::clamp(cost::default_correction{}.predict_unbounded(half), box.y_lo, box.y_hi)));
   CHECK(p.iteration == Approx(f.analytical.iteration * std::exp(forest)).epsilon(1e-12));
   CHECK(cost::default_correction::num_trees() > 0);
   const std::vector<float> short_row(3, 0.0f);

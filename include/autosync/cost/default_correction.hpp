@@ -2,15 +2,20 @@
 //
 // include/autosync/gbt/default_model.hpp is a constexpr forest written by gbt::emit_header from
 // a model `autosync learn` trained on the measured trial records of tests/data/trials/ (its
-// header comment names the files and the command that regenerates it). `default_correction`
-// makes it a cost::Correction, so zero-trial use already corrects the analytical model:
+// header comment names the files and the command that regenerates it), with the evidence box of
+// its training rows (gbt/evidence_box.hpp). `default_correction` makes the two a
+// cost::Correction, so zero-trial use already corrects the analytical model: the forest's output
+// clamped to the range of the training targets, and shrunk toward 0 (no correction) where a row
+// lies outside the training rows' feature ranges (a machine, strategy or size the records do not
+// cover):
 //
 //   const cost::corrected_evaluator ev{cost::default_correction{}};
-//   double t = ev(model, cluster, strategy).iteration;   // analytical x exp(forest(features))
+//   double t = ev(model, cluster, strategy).iteration;   // executor estimate x exp(bounded forest(features))
 //
-// The analytical model stays the default of cost::estimate and search::optimize (constexpr,
-// law-tested, explainable); the correction is opt-in through corrected_evaluator, and
-// `autosync tune` ranks with this one until it has trials of its own to fit.
+// The analytical model stays the default of cost::estimate (constexpr, law-tested,
+// explainable); `search::optimize` re-ranks its best candidates with a correction when one is
+// given (`autosync optimize` gives this one on MPI clusters), and `autosync tune` ranks with this
+// one until it has trials of its own to fit.
 //
 // The forest reads exactly cost::feature_count features: a change of the feature set fails to
 // compile here until the model is regenerated.
@@ -20,12 +25,23 @@
 #include <autosync/cost/features.hpp>
 #include <autosync/gbt/default_model.hpp>
 
+#include <cstddef>
+#include <span>
+
 namespace autosync::cost {
 
-static_assert(gbt::default_model.num_features() == feature_count,
+static_assert(gbt::default_model.num_features() == feature_count && gbt::default_model_box.num_features() == feature_count,
               "autosync::cost::default_correction: the embedded model (gbt/default_model.hpp) was trained on another feature "
               "set than cost::compute_features makes: regenerate it with `autosync learn --emit-header`");
 
-using default_correction = embedded_correction<gbt::default_model>;
+struct default_correction {
+  using forest = embedded_correction<gbt::default_model>;
+  [[nodiscard]] static constexpr std::size_t num_features() noexcept { return forest::num_features(); }
+  [[nodiscard]] static constexpr std::size_t num_trees() noexcept { return forest::num_trees(); }
+  // The forest's own output (unbounded), what XGBoost predicts.
+  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return forest{}.predict(row); }
+  // The bounded correction. Throws autosync::error("correction") on a row of another width.
+  [[nodiscard]] float predict(std::span<const float> row) const { return gbt::default_model_box.bound(predict_unbounded(row), row); }
+};
 
 }  // namespace autosync::cost

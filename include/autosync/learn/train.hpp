@@ -2,6 +2,8 @@
 //
 //   fit_correction(samples, params)   XGBoost on (row, log(measured / analytical)); the
 //                                     result ranks through cost::corrected_evaluator
+//   train_bounded_booster(samples)    the same booster with the evidence box of its training
+//                                     rows (gbt/evidence_box.hpp): what `autosync learn` ships
 //   default_trainer(params)           the same as a learn::trainer for learn::autotune
 //   fit_linear(samples)               the AutoSync baseline (learn/linear.hpp) on the same rows
 //   rank_held_out(train, test, params) the analytical, corrected and linear models' ranking
@@ -14,6 +16,7 @@
 
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/features.hpp>
+#include <autosync/gbt/evidence_box.hpp>
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
@@ -47,6 +50,29 @@ namespace autosync::learn {
   return xgb_booster::train(x, ss.size(), cost::feature_count, y, p);
 }
 
+// Where a strategy-level correction trained on `ss` has evidence: its rows' feature ranges and
+// its targets' range (gbt/evidence_box.hpp).
+[[nodiscard]] inline gbt::evidence_box<cost::feature_count> strategy_evidence(std::span<const sample> ss) {
+  const auto x = feature_matrix(ss);
+  const auto y = targets(ss);
+  return gbt::evidence_box<cost::feature_count>::of(x, y);
+}
+
+// A booster whose output is bounded by its training rows' evidence box: clamped to the
+// training targets' range, shrunk toward 0 (the analytical model) outside the features' ranges.
+// What `autosync learn --emit-header` ships (cost::default_correction) and what
+// bench_learn_eval judges held out by machine.
+struct bounded_booster {
+  xgb_booster booster;
+  gbt::evidence_box<cost::feature_count> box;
+  [[nodiscard]] std::size_t num_features() const noexcept { return booster.num_features(); }
+  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return booster.predict(row); }
+  [[nodiscard]] float predict(std::span<const float> row) const { return box.bound(booster.predict(row), row); }
+};
+[[nodiscard]] inline bounded_booster train_bounded_booster(std::span<const sample> ss, const xgb_params& p = {}) {
+  return {train_booster(ss, p), strategy_evidence(ss)};
+}
+
 // A copyable handle on a trained booster (cost::Correction).
 struct shared_booster {
   std::shared_ptr<const xgb_booster> b;
@@ -63,13 +89,13 @@ struct shared_booster {
 }
 
 // How three predictors rank strategies they were not fitted on: the analytical model, the
-// analytical model corrected by a booster trained on `train`, and the linear model on
+// analytical model corrected by a booster trained on `train` (bounded by its evidence box), and the linear model on
 // AutoSync's 12 features fitted on `train` — each judged on `test` (learn/metrics.hpp).
 struct holdout_rankings {
   ranking analytical, corrected, linear;
 };
 [[nodiscard]] inline holdout_rankings rank_held_out(std::span<const sample> train, std::span<const sample> test, const xgb_params& p = {}) {
-  const auto b = train_booster(train, p);
+  const auto b = train_bounded_booster(train, p);  // bounded, as it ships
   const auto lin = fit_linear(train);
   std::vector<double> meas, ana, cor, linp;
   std::vector<std::string> groups;
