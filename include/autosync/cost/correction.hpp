@@ -45,4 +45,19 @@ struct embedded_correction {
   }
 };
 
+// An embedded forest bounded by the evidence box of its training rows (a gbt::evidence_box, also
+// written by `autosync learn --emit-header`): the forest's output clamped to the training
+// targets' range and shrunk toward 0 (no correction) as the row leaves the training features'
+// ranges. cost::default_correction and cost::default_collective_correction are two.
+template <const auto& Model, const auto& Box>
+struct bounded_embedded_correction {
+  using forest = embedded_correction<Model>;
+  [[nodiscard]] static constexpr std::size_t num_features() noexcept { return forest::num_features(); }
+  [[nodiscard]] static constexpr std::size_t num_trees() noexcept { return forest::num_trees(); }
+  // The forest's own output (unbounded), what XGBoost predicts.
+  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return forest{}.predict(row); }
+  // The bounded correction. Throws autosync::error("correction") on a row of another width.
+  [[nodiscard]] float predict(std::span<const float> row) const { return Box.bound(predict_unbounded(row), row); }
+};
+
 }  // namespace autosync::cost

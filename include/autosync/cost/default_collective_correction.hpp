@@ -42,14 +42,6 @@ static_assert(gbt::default_collective_model.num_features() == collective_feature
               "--collectives tests/data/collectives/nccl_cases.json --emit-header include/autosync/gbt/default_collective_model.hpp "
               "--name autosync::gbt::default_collective_model`");
 
-struct default_collective_correction {
-  using forest = embedded_correction<gbt::default_collective_model>;
-  [[nodiscard]] static constexpr std::size_t num_features() noexcept { return forest::num_features(); }
-  [[nodiscard]] static constexpr std::size_t num_trees() noexcept { return forest::num_trees(); }
-  // The forest's own output (unbounded), what XGBoost predicts.
-  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return forest{}.predict(row); }
-  // The bounded correction. Throws autosync::error("correction") on a row of another width.
-  [[nodiscard]] float predict(std::span<const float> row) const { return gbt::default_collective_model_box.bound(predict_unbounded(row), row); }
-};
+using default_collective_correction = bounded_embedded_correction<gbt::default_collective_model, gbt::default_collective_model_box>;
 
 }  // namespace autosync::cost

@@ -34,14 +34,6 @@ static_assert(gbt::default_model.num_features() == feature_count && gbt::default
               "autosync::cost::default_correction: the embedded model (gbt/default_model.hpp) was trained on another feature "
               "set than cost::compute_features makes: regenerate it with `autosync learn --emit-header`");
 
-struct default_correction {
-  using forest = embedded_correction<gbt::default_model>;
-  [[nodiscard]] static constexpr std::size_t num_features() noexcept { return forest::num_features(); }
-  [[nodiscard]] static constexpr std::size_t num_trees() noexcept { return forest::num_trees(); }
-  // The forest's own output (unbounded), what XGBoost predicts.
-  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return forest{}.predict(row); }
-  // The bounded correction. Throws autosync::error("correction") on a row of another width.
-  [[nodiscard]] float predict(std::span<const float> row) const { return gbt::default_model_box.bound(predict_unbounded(row), row); }
-};
+using default_correction = bounded_embedded_correction<gbt::default_model, gbt::default_model_box>;
 
 }  // namespace autosync::cost

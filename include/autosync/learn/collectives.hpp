@@ -411,18 +411,11 @@ namespace detail::collectives {
 
 // The evidence box of training rows (gbt/evidence_box.hpp): their feature and target ranges.
 [[nodiscard]] inline gbt::evidence_box<cost::collective_feature_count> collective_evidence(std::span<const collective_sample> ss) {
-  const auto x = feature_matrix(ss);
-  const auto y = targets(ss);
-  return gbt::evidence_box<cost::collective_feature_count>::of(x, y);
+  return gbt::evidence_box<cost::collective_feature_count>::of(feature_matrix(ss), targets(ss));
 }
 
 // A booster whose output is bounded by its training rows' evidence box: what ships.
-struct bounded_collective_booster {
-  xgb_booster booster;
-  gbt::evidence_box<cost::collective_feature_count> box;
-  [[nodiscard]] std::size_t num_features() const noexcept { return booster.num_features(); }
-  [[nodiscard]] float predict(std::span<const float> row) const { return box.bound(booster.predict(row), row); }
-};
+using bounded_collective_booster = bounded_xgb_booster<cost::collective_feature_count>;
 [[nodiscard]] inline bounded_collective_booster train_bounded_collective_booster(std::span<const collective_sample> ss,
                                                                                   const xgb_params& p = collective_xgb_params()) {
   return {train_collective_booster(ss, p), collective_evidence(ss)};

@@ -16,7 +16,6 @@
 
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/features.hpp>
-#include <autosync/gbt/evidence_box.hpp>
 #include <autosync/learn/autotune.hpp>
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
@@ -53,22 +52,13 @@ namespace autosync::learn {
 // Where a strategy-level correction trained on `ss` has evidence: its rows' feature ranges and
 // its targets' range (gbt/evidence_box.hpp).
 [[nodiscard]] inline gbt::evidence_box<cost::feature_count> strategy_evidence(std::span<const sample> ss) {
-  const auto x = feature_matrix(ss);
-  const auto y = targets(ss);
-  return gbt::evidence_box<cost::feature_count>::of(x, y);
+  return gbt::evidence_box<cost::feature_count>::of(feature_matrix(ss), targets(ss));
 }
 
-// A booster whose output is bounded by its training rows' evidence box: clamped to the
-// training targets' range, shrunk toward 0 (the analytical model) outside the features' ranges.
-// What `autosync learn --emit-header` ships (cost::default_correction) and what
-// bench_learn_eval judges held out by machine.
-struct bounded_booster {
-  xgb_booster booster;
-  gbt::evidence_box<cost::feature_count> box;
-  [[nodiscard]] std::size_t num_features() const noexcept { return booster.num_features(); }
-  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return booster.predict(row); }
-  [[nodiscard]] float predict(std::span<const float> row) const { return box.bound(booster.predict(row), row); }
-};
+// A booster bounded by its training rows' evidence box (learn/xgboost.hpp): what `autosync
+// learn --emit-header` ships (cost::default_correction) and what bench_learn_eval judges held
+// out by machine.
+using bounded_booster = bounded_xgb_booster<cost::feature_count>;
 [[nodiscard]] inline bounded_booster train_bounded_booster(std::span<const sample> ss, const xgb_params& p = {}) {
   return {train_booster(ss, p), strategy_evidence(ss)};
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <autosync/error.hpp>
+#include <autosync/gbt/evidence_box.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -154,6 +155,20 @@ class xgb_booster {
  private:
   BoosterHandle h_ = nullptr;
   std::size_t nf_ = 0;
+};
+
+// A booster whose output is bounded by the evidence box of its training rows
+// (gbt/evidence_box.hpp): clamped to the training targets' range, shrunk toward 0 outside the
+// features' ranges. What `autosync learn --emit-header` ships at either level
+// (learn::bounded_booster over cost::feature_count strategy features,
+// learn::bounded_collective_booster over cost::collective_feature_count).
+template <std::size_t N>
+struct bounded_xgb_booster {
+  xgb_booster booster;
+  gbt::evidence_box<N> box;
+  [[nodiscard]] std::size_t num_features() const noexcept { return booster.num_features(); }
+  [[nodiscard]] float predict_unbounded(std::span<const float> row) const { return booster.predict(row); }
+  [[nodiscard]] float predict(std::span<const float> row) const { return box.bound(booster.predict(row), row); }
 };
 
 #else
