@@ -57,18 +57,46 @@ learn::xgb_params params_of(const learn_opts& o, learn::xgb_params p) {
   return p;
 }
 
+// The evidence box as C++ (gbt/evidence_box.hpp), appended to the emitted forest.
+template <std::size_t N>
+std::string box_text(const gbt::evidence_box<N>& b, const std::string& name) {
+  const auto hex = [](float v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
+    return std::string(buf);
+  };
+  std::string ns, var = name;
+  if (const auto k = name.rfind("::"); k != std::string::npos) {
+    ns = name.substr(0, k);
+    var = name.substr(k + 2);
+  }
+  std::ostringstream s;
+  s << "\n// Where the forest has evidence (gbt/evidence_box.hpp): the training rows' feature and target ranges.\n"
+    << "#include <autosync/gbt/evidence_box.hpp>\n\n";
+  if (!ns.empty()) s << "namespace " << ns << " {\n\n";
+  s << "inline constexpr autosync::gbt::evidence_box<" << N << "> " << var << "_box{\n    .lo = {";
+  for (std::size_t i = 0; i < b.lo.size(); ++i) s << (i ? ", " : "") << hex(b.lo[i]);
+  s << "},\n    .hi = {";
+  for (std::size_t i = 0; i < b.hi.size(); ++i) s << (i ? ", " : "") << hex(b.hi[i]);
+  s << "},\n    .y_lo = " << hex(b.y_lo) << ",\n    .y_hi = " << hex(b.y_hi) << "};\n";
+  if (!ns.empty()) s << "\n}  // namespace " << ns << "\n";
+  return s.str();
+}
+
 // Writes the model: XGBoost JSON (--out) and/or the embedded-model header (--emit-header) with
-// `preamble` (comment lines) above gbt::emit_header's text.
-void write_model(const learn_opts& o, const learn::xgb_booster& b, const std::string& name, const std::string& preamble,
+// `preamble` (comment lines) above gbt::emit_header's text and the evidence box of the training
+// rows below it.
+template <std::size_t N>
+void write_model(const learn_opts& o, const learn::bounded_xgb_booster<N>& b, const std::string& name, const std::string& preamble,
                  const std::string& what) {
   if (!o.out.empty()) {
-    b.save_json(o.out);
+    b.booster.save_json(o.out);
     std::cout << "wrote " << o.out << " (XGBoost JSON, " << what << ")\n";
   }
   if (!o.header.empty()) {
-    const auto f = gbt::parse_xgboost_json(b.json(), "<trained model>");
+    const auto f = gbt::parse_xgboost_json(b.booster.json(), "<trained model>");
     std::ofstream h(o.header, std::ios::binary);
-    h << preamble << gbt::emit_header(f, name);
+    h << preamble << gbt::emit_header(f, name) << box_text(b.box, name);
     h.close();
     if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
     std::cout << "wrote " << o.header << " (constexpr forest '" << name << "')\n";
@@ -98,32 +126,6 @@ std::string regenerate_lines(const std::string& args, const learn::xgb_params& p
 [[noreturn]] void needs_xgboost() {
   throw error("`autosync learn` trains with XGBoost: this autosync was built without it (install Debian's libxgboost-dev, "
               "`cmake/setup-deps.sh --xgboost`, and rebuild)");
-}
-
-// The evidence box as C++ (gbt/evidence_box.hpp), appended to the emitted forest.
-template <std::size_t N>
-std::string box_text(const gbt::evidence_box<N>& b, const std::string& name) {
-  const auto hex = [](float v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
-    return std::string(buf);
-  };
-  std::string ns, var = name;
-  if (const auto k = name.rfind("::"); k != std::string::npos) {
-    ns = name.substr(0, k);
-    var = name.substr(k + 2);
-  }
-  std::ostringstream s;
-  s << "\n// Where the forest has evidence (gbt/evidence_box.hpp): the training rows' feature and target ranges.\n"
-    << "#include <autosync/gbt/evidence_box.hpp>\n\n";
-  if (!ns.empty()) s << "namespace " << ns << " {\n\n";
-  s << "inline constexpr autosync::gbt::evidence_box<" << N << "> " << var << "_box{\n    .lo = {";
-  for (std::size_t i = 0; i < b.lo.size(); ++i) s << (i ? ", " : "") << hex(b.lo[i]);
-  s << "},\n    .hi = {";
-  for (std::size_t i = 0; i < b.hi.size(); ++i) s << (i ? ", " : "") << hex(b.hi[i]);
-  s << "},\n    .y_lo = " << hex(b.y_lo) << ",\n    .y_hi = " << hex(b.y_hi) << "};\n";
-  if (!ns.empty()) s << "\n}  // namespace " << ns << "\n";
-  return s.str();
 }
 
 int learn_collectives(const learn_opts& o) {
@@ -167,12 +169,7 @@ int learn_collectives(const learn_opts& o) {
                           "--name autosync::gbt::default_collective_model",
                           p, defaults);
   const std::string name = o.name.empty() ? "default_collective_model" : o.name;
-  write_model(o, b.booster, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(rows.size()) + " rows");
-  if (!o.header.empty()) {
-    std::ofstream h(o.header, std::ios::binary | std::ios::app);
-    h << box_text(b.box, name);
-    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
-  }
+  write_model(o, b, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(rows.size()) + " rows");
   return 0;
 #else
   needs_xgboost();
@@ -216,12 +213,7 @@ int run_learn(const learn_opts& o) {
       << regenerate_lines("--records tests/data/trials/*.jsonl --emit-header include/autosync/gbt/default_model.hpp --name autosync::gbt::default_model",
                           p, defaults);
   const std::string name = o.name.empty() ? "default_model" : o.name;
-  write_model(o, all.booster, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(samples.size()) + " records");
-  if (!o.header.empty()) {  // the evidence box of the training rows, which cost::default_correction bounds the forest by
-    std::ofstream h(o.header, std::ios::binary | std::ios::app);
-    h << box_text(all.box, name);
-    if (!h) throw error("--emit-header", "cannot write '" + o.header + "'");
-  }
+  write_model(o, all, name, pre.str(), std::to_string(p.rounds) + " trees on " + std::to_string(samples.size()) + " records");
   return 0;
 #else
   needs_xgboost();

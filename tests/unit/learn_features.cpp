@@ -107,7 +107,7 @@ TEST_CASE("features: four unfused ring all-reduces, every term by hand") {
   CHECK(r[at("ranks_per_node")] == 2.0f);
   CHECK(r[at("servers")] == 1.0f);  // no server_only node: one co-located server per worker node
   CHECK(r[at("dedicated_servers")] == 0.0f);
-  CHECK(r[at("log10_net_over_intra_bw")] == Approx(0.0));
+  CHECK(r[at("log10_intra_over_net_bw")] == Approx(0.0));
   CHECK(r[at("log10_nic_spread")] == Approx(0.0));
   CHECK(r[at("log10_intra_over_net_lat")] == Approx(0.0));
   CHECK(r[at("log10_net_lat_frac")] == Approx(std::log10(1e-3 / 0.030)));
@@ -168,7 +168,7 @@ TEST_CASE("features: a dedicated parameter server, transmission and latency by h
   CHECK(f.row[at("log2_nodes")] == 1.0f);
   // two nodes: the network is the slowest worker NIC (1 MB/s, latency 0: no bandwidth-delay
   // product, sizes are read against 1 byte); the server takes all 16000 B at 1 us/B
-  CHECK(f.row[at("log10_net_over_intra_bw")] == Approx(0.0));
+  CHECK(f.row[at("log10_intra_over_net_bw")] == Approx(0.0));
   CHECK(f.row[at("log10_nic_spread")] == Approx(0.0));
   CHECK(f.row[at("max_server_time_frac")] == Approx(16000 * 1e-6 / f.analytical.iteration));
   CHECK(f.row[at("log10_wire_time_frac")] == Approx(std::log10(16000 * 1e-6 / f.analytical.iteration)));
@@ -180,7 +180,7 @@ TEST_CASE("features: a dedicated parameter server, transmission and latency by h
   slow.nodes[1].nic = autosync::link{0.25e6, 2e-4};
   const auto fs = cost::compute_features(m, slow, one_group(m, g));
   CHECK(fs.row[at("log10_nic_spread")] == Approx(std::log10(4.0)));
-  CHECK(fs.row[at("log10_net_over_intra_bw")] == 0.0f);  // one device per node: no device link to compare
+  CHECK(fs.row[at("log10_intra_over_net_bw")] == 0.0f);  // one device per node: no device link to compare
   CHECK(fs.row[at("log10_net_lat_frac")] == Approx(std::log10(2e-4 / fs.analytical.iteration)));
 }
 

@@ -16,7 +16,7 @@
 // * `feature_row` (feature_count floats, names in `feature_names`): the analytical terms
 //   (exposed, compute, communication, compression, lower bound as fractions of the iteration;
 //   the executor's serial replay over the estimate), the cluster (ranks, worker nodes, ranks per
-//   node, servers; its links only as ratios: network over device-link bandwidth and latency,
+//   node, servers; its links only as ratios: device-link over network bandwidth and latency,
 //   the fastest worker NIC over the slowest, the network latency over the iteration), the
 //   strategy's structure (groups, buckets, lane-0 buckets, PS transfers, shards per tensor; the
 //   wire bytes' time at the network's rate over the iteration, wire over dense bytes; bucket
@@ -76,7 +76,7 @@ inline constexpr std::array<std::string_view, autosync_feature_count> autosync_f
 inline constexpr std::array<std::string_view, 50> feature_names{
     "log10_executor_over_estimate", "exposed_frac",     "compute_frac",        "communication_frac",  "compression_frac",
     "lower_bound_frac",      "log2_ranks",           "log2_nodes",          "ranks_per_node",      "servers",
-    "dedicated_servers",     "log10_net_over_intra_bw", "log10_nic_spread", "log10_intra_over_net_lat", "log10_net_lat_frac",
+    "dedicated_servers",     "log10_intra_over_net_bw", "log10_nic_spread", "log10_intra_over_net_lat", "log10_net_lat_frac",
     "groups",                "log2_buckets",         "log2_lane0_buckets",  "log2_ps_transfers",   "log10_wire_time_frac",
     "log10_wire_over_dense", "ps_frac",              "sharded_frac",        "all_gather_frac",     "compressed_frac",
     "ring_frac",             "tree_frac",            "halving_doubling_frac", "hierarchical_frac", "priority_frac",
