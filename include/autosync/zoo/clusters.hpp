@@ -201,6 +201,11 @@ inline constexpr double cuda_kernel_floor = usec(4.0);
 // 989.5 dense TFLOP/s; HBM3 3.35 TB/s; 132 SMs (Hopper whitepaper, H100 SXM5).
 inline constexpr device_compute h100_sxm =
     gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(3350), 132);
+// H200 SXM 141GB (H200 datasheet): the H100's GH100 die and peaks (FP32 67, TF32 494.5, BF16/FP16
+// 989.5 dense TFLOP/s; 132 SMs) with HBM3e at 4.8 TB/s. Matmul efficiency: the H100's (same die
+// and clocks).
+inline constexpr device_compute h200_sxm =
+    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(4800), 132);
 // A100 SXM4 40GB (A100 datasheet): FP32 19.5, TF32 156, BF16/FP16 312 TFLOP/s; HBM2 1555 GB/s;
 // 108 SMs (Ampere whitepaper). The 80GB part has 2039 GB/s (same compute).
 inline constexpr device_compute a100_sxm_40gb =
