@@ -177,18 +177,26 @@ TEST_CASE("optimize: a learned correction re-ranks the best candidates") {
   const auto m = zoo::make_model("resnet50");
   const auto c = zoo::make_cluster("p3.16xlarge-x4");
 
-  // a constant factor k scales every score alike: the analytical pick, scored exp(k) exp(w |k|)
-  // higher (its score's tolerance widens by w k, its model's stays epsilon)
+  // a constant factor k > 0 (slower than the model) scales every score alike: the analytical
+  // pick, scored exp(k) higher, with no uncertainty term and the tolerance epsilon; a constant
+  // k < 0 (faster) is charged exp(w |k|) more and widens the score's tolerance by w |k|
   const auto plain = search::optimize(m, c, {});
   search::options k;
   k.correction = cost::corrected_evaluator{constant_correction{0.3f}};
   const auto scaled = search::optimize(m, c, k);
   CHECK(scaled.reranked);
-  CHECK(scaled.tolerance == doctest::Approx(search::default_epsilon + 0.5 * 0.3).epsilon(1e-6));
+  CHECK(scaled.tolerance == search::default_epsilon);
   CHECK(plain.tolerance == search::default_epsilon);
   CHECK(scaled.strategy == plain.strategy);
   CHECK(scaled.log_factor == doctest::Approx(0.3));
-  CHECK(scaled.score == doctest::Approx(plain.prediction.iteration * std::exp(0.3) * std::exp(0.5 * 0.3)).epsilon(1e-6));
+  CHECK(scaled.score == doctest::Approx(plain.prediction.iteration * std::exp(0.3)).epsilon(1e-6));
+  search::options f;
+  f.correction = cost::corrected_evaluator{constant_correction{-0.3f}};
+  const auto faster = search::optimize(m, c, f);
+  CHECK(faster.tolerance == doctest::Approx(search::default_epsilon + 0.5 * 0.3).epsilon(1e-6));
+  CHECK(faster.strategy == plain.strategy);  // the model's threshold (epsilon) binds, as before
+  CHECK(faster.log_factor == doctest::Approx(-0.3));
+  CHECK(faster.score == doctest::Approx(plain.prediction.iteration * std::exp(-0.3) * std::exp(0.5 * 0.3)).epsilon(1e-6));
 
   // the embedded correction: the score is the corrected estimate with the uncertainty term,
   // within epsilon of the best score of every candidate
@@ -196,7 +204,7 @@ TEST_CASE("optimize: a learned correction re-ranks the best candidates") {
   d.correction = cost::corrected_evaluator{cost::default_correction{}};
   const auto r = search::optimize(m, c, d);
   const auto p = cost::corrected_estimate(m, c, r.strategy, cost::default_correction{});
-  CHECK(r.score == doctest::Approx(p.iteration * std::exp(0.5 * std::abs(p.log_factor))).epsilon(1e-9));
+  CHECK(r.score == doctest::Approx(p.iteration * std::exp(0.5 * std::max(0.0, -p.log_factor))).epsilon(1e-9));
   CHECK(r.score <= r.best_score * (1.0 + r.tolerance) * (1.0 + 1e-12));
   CHECK(r.prediction.iteration <= r.best_prediction * 2.0);
   CHECK(r.tolerance >= r.epsilon);

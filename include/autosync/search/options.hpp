@@ -20,17 +20,18 @@
 // the calibration's own relative residual. epsilon = 0: the fastest strategy found.
 //
 // Re-rank. With `correction` set (cost::corrected_evaluator with a learned forest, e.g. the
-// embedded cost::default_correction), the `rerank_count` best candidates of the walk and the
-// simplest ones for their time are scored by
+// embedded cost::default_correction), the `rerank_count` best candidates of the walk, the
+// simplest ones for their time, every baseline and each family's best are scored by
 //
-//   score = corrected iteration x exp(uncertainty_weight x |log correction factor|)
+//   score = corrected iteration x exp(uncertainty_weight x max(0, -log correction factor))
 //
-// (the further the correction moves a prediction, the less either estimate is trusted, so the
-// pick is not the strategy the analytical model underestimates most). The best-scored
-// candidate B anchors the simplest-strategy rule: a simpler candidate qualifies when the model
-// puts it within epsilon of B and its score is within epsilon + uncertainty_weight x |log
-// factor of B| of B's (distinctions finer than the correction's own size are not trusted;
-// search/pick.hpp). Without a correction, score = analytical iteration. With serial_executor (the
+// The corrected iteration already moves a strategy the analytical model underestimates back
+// (the correction's features hold the executor's replay too), so the pick is not the strategy
+// the model underestimates most; a correction that says a strategy is faster than the model is
+// the one that could be wrong in the pick's favour, and is trusted less the further it goes. The
+// best-scored candidate B anchors the simplest-strategy rule: a simpler candidate qualifies when
+// the model puts it within epsilon of B and its score is within epsilon + uncertainty_weight x
+// max(0, -log factor of B) of B's (search/pick.hpp). Without a correction, score = analytical iteration. With serial_executor (the
 // default) a strategy with parameter servers or a priority group is scored by max(estimate,
 // serial replay): the executors run one bucket at a time and agree on readiness before every
 // launch of a priority plan, the model's server lanes run in parallel (cost/replay.hpp says

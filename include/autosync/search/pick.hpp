@@ -1,16 +1,21 @@
 // autosync/search/pick.hpp — the answer: the simplest strategy within epsilon of the best score.
 //
 //   1. candidates   the archive's front (the simplest strategy for each predicted time) and its
-//                   top (the fastest few), those predicted within 50 % of the fastest;
-//   2. score        analytical, or with options.correction: corrected x exp(w |log factor|),
-//                   x max(1, serial replay / estimate) for parameter servers with
-//                   options.serial_executor (search/options.hpp, search/serial.hpp);
+//                   top (the fastest few), those predicted within 50 % of the fastest, and every
+//                   rule-abiding baseline and each family's best whatever their prediction (the
+//                   estimate runs server lanes side by side, the executor one bucket at a time:
+//                   the score may rank first what the estimate put far behind);
+//   2. score        analytical, or with options.correction: corrected x exp(w max(0, -log
+//                   factor)) (a correction that says faster than the model is trusted less; one
+//                   that says slower is taken as it is), x max(1, serial replay / estimate) for
+//                   parameter servers with options.serial_executor (search/options.hpp,
+//                   search/serial.hpp);
 //   3. pick         the best-scored candidate B sets two thresholds: a candidate qualifies when
 //                   its model time (the estimate, x serial replay / estimate with
 //                   serial_executor) is within (1 + epsilon) of B's and its score within
-//                   (1 + tolerance) of B's, tolerance = epsilon + w x |log factor of B| (a
-//                   correction that moves a prediction that far is not trusted to finer
-//                   distinctions; without a correction both conditions are one). Among the
+//                   (1 + tolerance) of B's, tolerance = epsilon + w x max(0, -log factor of B)
+//                   (a correction that makes B that much faster than the model is not trusted to
+//                   finer distinctions; without a correction both conditions are one). Among the
 //                   qualifying candidates,
 //                   the least complex (fewest groups, then fewest non-default aspects), ties by
 //                   score;
@@ -52,13 +57,20 @@ class picker {
   // Fills r.epsilon, r.reranked, r.best_score, r.score, r.log_factor; returns the pick.
   kept pick(const archive& a, double best_time, result& r) {
     std::vector<const kept*> pool;
+    auto add = [&](const kept& e) {
+      for (const auto* q : pool)
+        if ((q->flat && e.flat && q->point == e.point) || (!q->flat && !e.flat && q->desc.name == e.desc.name)) return;
+      pool.push_back(&e);
+    };
     for (const auto* list : {&a.front(), &a.top()})
-      for (const auto& e : *list) {
-        if (!(e.time <= best_time * 1.5)) continue;
-        bool dup = false;
-        for (const auto* q : pool) dup = dup || (q->flat && e.flat && q->point == e.point) || (!q->flat && !e.flat && q->desc.name == e.desc.name);
-        if (!dup) pool.push_back(&e);
-      }
+      for (const auto& e : *list)
+        if (e.time <= best_time * 1.5) add(e);
+    // the baselines and each family's best, whatever the estimate says of them: the estimate runs
+    // server lanes side by side and the executor does not, so the score (the executor's time,
+    // corrected) can rank first what the estimate put far behind
+    for (const auto& e : a.baselines()) add(e);
+    for (auto f : pure_families)
+      if (const auto& k = a.best_of(f)) add(*k);
     r.epsilon = o_.epsilon;
     r.reranked = o_.correction.corrected();
     if (pool.empty()) throw error("search", "no strategy was costed");
@@ -69,9 +81,10 @@ class picker {
     for (std::size_t i = 1; i < sc.size(); ++i)
       if (sc[i].score < sc[top].score) top = i;
     const double best = sc[top].score;
-    // a correction that moves the best strategy by |log factor| is not trusted to finer than
-    // uncertainty_weight x that: its score's tolerance grows by it; the model's stays epsilon
-    r.tolerance = o_.epsilon + o_.uncertainty_weight * std::abs(sc[top].log_factor);
+    // a correction that makes the best strategy faster than the model by |log factor| is not
+    // trusted to finer than uncertainty_weight x that: its score's tolerance grows by it; the
+    // model's stays epsilon
+    r.tolerance = o_.epsilon + o_.uncertainty_weight * optimism(sc[top].log_factor);
     thr_score_ = best * (1.0 + r.tolerance);
     thr_model_ = sc[top].model * (1.0 + o_.epsilon);
     r.reference = sc[top].model;
@@ -113,9 +126,11 @@ class picker {
     } else {
       r.model = ev_(s).iteration;
     }
-    r.score = r.model * std::exp(r.log_factor + o_.uncertainty_weight * std::abs(r.log_factor));
+    r.score = r.model * std::exp(r.log_factor + o_.uncertainty_weight * optimism(r.log_factor));
     return r;
   }
+  // How far a correction says a strategy is faster than the model (0 when it says slower).
+  [[nodiscard]] static double optimism(double log_factor) noexcept { return std::max(0.0, -log_factor); }
 
   // Takes `next` when it is simpler than the pick and scores under the threshold.
   bool simpler(const candidate& next) {

@@ -150,6 +150,14 @@ class archive {
   // from it); `c` the point (flat) or nullptr for a baseline kept as a strategy_desc.
   void offer(const model_spec& m, double time, const strategy_desc& s, const candidate* c) {
     const auto key = complexity_of(s);
+    if (!c) {  // a baseline: every one is kept for the pick, whatever its time
+      kept b;
+      b.time = time;
+      b.key = key;
+      b.flat = false;
+      b.desc = s;
+      named_.push_back(std::move(b));
+    }
     const bool front = enters_front(key, time);
     const bool top = enters_top(time, c);
     const auto f = family_of(m, s);
@@ -171,6 +179,8 @@ class archive {
   // Fastest first.
   [[nodiscard]] const std::vector<kept>& top() const noexcept { return top_; }
   [[nodiscard]] const std::optional<kept>& best_of(family f) const noexcept { return families_[idx(f)]; }
+  // Every baseline offered, in the order offered.
+  [[nodiscard]] const std::vector<kept>& baselines() const noexcept { return named_; }
 
  private:
   static constexpr std::size_t idx(family f) noexcept { return static_cast<std::size_t>(f); }
@@ -206,7 +216,7 @@ class archive {
   }
 
   std::size_t top_count_;
-  std::vector<kept> front_, top_;
+  std::vector<kept> front_, top_, named_;
   std::array<std::optional<kept>, 4> families_;
 };
 
