@@ -4,7 +4,8 @@
 # with nvcc found (the `default` or `ci` preset does). Steps (each prints PASS or FAIL; the
 # script exits non-zero when one failed):
 #   1. build the GPU targets
-#   2. the bucket kernels against the CPU reference (cuda.kernels_gpu) — must run, not skip
+#   2. the bucket kernels against the CPU reference (cuda.kernels_gpu) and the codec kernels
+#      against the CPU codecs (cuda.codecs_gpu) — must run, not skip
 #   3. the NCCL backend, topologies and executor on one rank (every plan step kind), then on
 #      every GPU of the machine (mpirun -np <GPUs>) when there are several
 #   4. compute-sanitizer memcheck / racecheck / initcheck / synccheck on the kernels; memcheck
@@ -36,7 +37,7 @@ fi
 echo "GPUs: $GPUS; logs in $LOGS"
 
 step "1. build"
-if cmake --build "$B" --target autosync_cuda_kernel_logic autosync_cuda_kernels_gpu autosync_cuda_nccl_executor autosync_cuda_nccl_collectives \
+if cmake --build "$B" --target autosync_cuda_kernel_logic autosync_cuda_kernels_gpu autosync_cuda_codecs_gpu autosync_cuda_nccl_executor autosync_cuda_nccl_collectives \
      autosync_tuner_harness nccl-tuner-autosync bench_cuda_kernels example_11_nccl_trainer; then
   pass build
 else
@@ -45,6 +46,7 @@ else
 fi
 EXE_KL=$B/tests/cuda/autosync_cuda_kernel_logic
 EXE_KG=$B/tests/cuda/autosync_cuda_kernels_gpu
+EXE_CG=$B/tests/cuda/autosync_cuda_codecs_gpu
 EXE_NE=$B/tests/cuda/autosync_cuda_nccl_executor
 EXE_NC=$B/tests/cuda/autosync_cuda_nccl_collectives
 PLUGIN=$B/lib/libnccl-tuner-autosync.so
@@ -59,6 +61,7 @@ run() {  # run <name> <command...>: PASS only on exit 0 (77 = skipped counts as 
 step "2. kernels"
 run kernel_logic "$EXE_KL"
 run kernels_gpu "$EXE_KG"
+run codecs_gpu "$EXE_CG"
 
 step "3. NCCL backend and executor"
 run nccl_executor_np1 "${MPIRUN[@]}" -np 1 "$EXE_NE"
@@ -74,6 +77,7 @@ CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$CS" ]; then
   for tool in memcheck racecheck initcheck synccheck; do
     run "sanitizer_$tool" "$CS" --tool "$tool" --error-exitcode 1 "$EXE_KG"
+    run "sanitizer_codecs_$tool" "$CS" --tool "$tool" --error-exitcode 1 "$EXE_CG"
   done
   # NCCL probes, when a communicator is created, which of its kernels the device can run:
   # cudaFuncGetAttributes on every kernel of libnccl (ncclInitKernelsForDevice), and the ones
