@@ -23,8 +23,8 @@ TEST_CASE("compute: predicted backward within 25 % of the measured H100 rows, he
     REQUIRE(c.from == cost::compute_times::source::layers);
     if (r.backward_ms > 0 && r.held_out) {
       // the rows measured apart that no choice was made on (an H200; an H100 under a later
-      // software stack): fp32 backward within 25 % except VGG16 (0.65-0.69: its wide early
-      // convolutions run below the GEMM efficiency); bf16 backward 0.59-0.81 (the HuggingFace
+      // software stack): fp32 backward within 25 % except VGG16 (0.65-0.69; which of its layers
+      // run slower than modelled was not measured); bf16 backward 0.59-0.81 (the HuggingFace
       // models 0.63-0.76). Documented in README ("The compute model"); held here to those
       // bounds so that a change is seen
       const double ratio = c.backward_total() * 1e3 / r.backward_ms;
