@@ -31,9 +31,9 @@
 // the one that could be wrong in the pick's favour, and is trusted less the further it goes. The
 // best-scored candidate B anchors the simplest-strategy rule: a simpler candidate qualifies when
 // the model puts it within epsilon of B and its score is within epsilon + uncertainty_weight x
-// max(0, -log factor of B) of B's (search/pick.hpp). Without a correction, score = analytical iteration. With serial_executor (the
-// default) a strategy with parameter servers or a priority group is scored by max(estimate,
-// serial replay): the executors run one bucket at a time and agree on readiness before every
+// max(0, -log factor of B) of B's (search/pick.hpp). Without a correction, score = analytical
+// iteration. With serial_executor (the default) a strategy with parameter servers or a priority
+// group is scored by max(estimate, serial replay): the executors run one bucket at a time and agree on readiness before every
 // launch of a priority plan, the model's server lanes run in parallel (cost/replay.hpp says
 // where the two agree); a correction multiplies that same executor time (features::executor).
 #pragma once
