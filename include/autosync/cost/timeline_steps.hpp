@@ -192,7 +192,8 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
   const auto T = static_cast<std::uint32_t>(m.tensors.size());
   for (std::uint32_t pos = 0; pos < T; ++pos) {
     const auto t = x.order[pos];
-    for (std::uint32_t k = 0, i = ws.first[t]; k < ws.count[t]; ++k, ++i) {
+    const std::uint32_t first = ws.first[t], end = first + ws.count[t];  // read once: the stores below may alias
+    for (std::uint32_t i = first; i < end; ++i) {
       const auto& it = ws.items[i];
       const auto gi = it.group;
       const auto& g = ws.groups[gi];

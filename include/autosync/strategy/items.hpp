@@ -195,13 +195,42 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   }
   items.reserve(m.tensors.size());
   const int ranks = c.world_size();
+  // Per group, once per call: whether a whole tensor is one plain item (no partitioner, no
+  // registered codec or extension slot), and its built-in compressor's wire bytes per element
+  // (0: none). The plain item is add_items' one item for partitioner none, written here with the
+  // same arithmetic: the cost model expands every strategy it evaluates.
+  std::vector<double> plain_per(s.groups.size(), -1.0);  // -1: not plain
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const auto& g = s.groups[gi];
+    if (g.partitioner.kind != partitioner_kind::none) continue;
+    bool ext = false;
+    if (!std::is_constant_evaluated()) ext = is_extension_id(g.compression.id) || !g.ext.empty();
+    if (ext) continue;
+    const auto info = find_compression(g.compression.id);
+    plain_per[gi] = info && info->wire_bytes_per_element > 0.0 ? info->wire_bytes_per_element : 0.0;
+  }
   for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
     const auto* a = by_tensor[ti];
     if (a == nullptr) continue;
     const auto& t = m.tensors[ti];
     if (!a->split()) {
-      const auto& g = s.groups[static_cast<std::size_t>(a->group)];
-      detail::add_items(items, m, ti, ready[ti], g, static_cast<std::uint32_t>(a->group), 0, 0, t.shape[0], ranks);
+      const auto gi = static_cast<std::size_t>(a->group);
+      if (const double cw = plain_per[gi]; cw >= 0.0) {
+        const std::int64_t esize = size_of(t.type);
+        const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
+        const double per = floating && cw > 0.0 && cw < static_cast<double>(esize) ? cw : static_cast<double>(esize);  // wire_per_element
+        auto& it = items.emplace_back();
+        it.tensor = ti;
+        it.group = static_cast<std::uint32_t>(gi);
+        it.end = t.shape[0];
+        it.elements = t.shape[0] * t.slice_elements(0);
+        it.bytes = it.elements * esize;
+        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], per);
+        it.ready = ready[ti];
+        it.sparse = t.sparse;
+        continue;
+      }
+      detail::add_items(items, m, ti, ready[ti], s.groups[gi], static_cast<std::uint32_t>(gi), 0, 0, t.shape[0], ranks);
     } else {
       const auto d = t.shape[static_cast<std::size_t>(a->split_axis)];
       const auto k = static_cast<std::int64_t>(a->shard_groups.size());
@@ -215,6 +244,8 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   }
 
   // Placement of parameter-server items.
+  if (std::none_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; }))
+    return;
   std::vector<double> bw;
   for (const auto& n : c.nodes) {
     const bool dedicated = c.has_dedicated_servers();
