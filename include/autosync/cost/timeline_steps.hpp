@@ -20,6 +20,7 @@
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/fusion.hpp>
+#include <autosync/strategy/items.hpp>  // AUTOSYNC_ALWAYS_INLINE
 
 #include <algorithm>
 #include <bit>
@@ -254,8 +255,8 @@ struct key_greater {
 // A job of ws.sorted runs on its lane from `start` to `end`: the lane is busy until then, its
 // busy time counts as communication (and compression), and with a timeline its events are
 // written (compression first, then the transfer, or the two collectives of a sharded bucket).
-constexpr double commit(workspace& ws, prediction& r, const options& opt, tally& tl, std::uint32_t pick, double start, double end,
-                        bool ps) {
+AUTOSYNC_ALWAYS_INLINE constexpr double commit(workspace& ws, prediction& r, const options& opt, tally& tl, std::uint32_t pick,
+                                               double start, double end, bool ps) {
   const auto& j = ws.sorted[pick];
   const double busy = end - start - j.comp;
   ws.lane_free[static_cast<std::size_t>(j.lane)] = end;

@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-// A lambda called once per item on the cost model's hot path, inlined where the compiler allows
-// it (GCC and clang; nvcc's front end and others ignore the hint).
-#ifndef AUTOSYNC_INLINE_LAMBDA
+// A lambda or function called once per item or job on the cost model's hot path, inlined where
+// the compiler allows it (GCC and clang; nvcc's front end and others ignore the hint).
+#ifndef AUTOSYNC_ALWAYS_INLINE
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
-#define AUTOSYNC_INLINE_LAMBDA __attribute__((always_inline))
+#define AUTOSYNC_ALWAYS_INLINE __attribute__((always_inline))
 #else
-#define AUTOSYNC_INLINE_LAMBDA
+#define AUTOSYNC_ALWAYS_INLINE
 #endif
 #endif
 
@@ -121,7 +121,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
   const std::int64_t esize = size_of(t.type);
   std::int32_t slice_axis = axis;
   std::int64_t slice_of_axis = slice;
-  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) AUTOSYNC_INLINE_LAMBDA {  // once per item: inlined
+  auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) AUTOSYNC_ALWAYS_INLINE {  // once per item: inlined
     if (ax != slice_axis) {
       slice_axis = ax;
       slice_of_axis = t.slice_elements(static_cast<std::size_t>(ax));
