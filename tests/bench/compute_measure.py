@@ -40,6 +40,45 @@ Precisions as export_pytorch_model.py names them: pytorch-fp32 (PyTorch's defaul
 convolutions, fp32 matmuls), fp32 (TF32 off), tf32 (TF32 on for both), bf16 / fp16 (torch.autocast
 around the forward pass). The numbers are what tests/common/compute_measurements.hpp holds for a
 device; tests/bench/compute_table.cpp prints them against the compute model.
+
+Per layer (--per-layer; the CNNs only: resnet50/101/152, vgg16):
+
+    python3 tests/bench/compute_measure.py --per-layer --models vgg16,resnet50 --out layers.jsonl
+
+where the kernel time of a pass goes, module by module. Every module's forward is wrapped in a
+torch.profiler.record_function range "fwd:<module name>" (forward pre-hook to forward hook) and
+its backward in "bwd:<module name>" (full backward pre-hook, when the gradient of its output is
+ready, to full backward hook, when the gradients of its inputs are); the loss is a module named
+"loss". A range's time is the device time of the kernels (and copies, fills) launched by the ops
+that start inside it and inside no range nested in it: a leaf module's own kernels, and a
+container's own remainder. To get the kernels of the zoo's layers and nothing else, the modules
+are changed in this mode, not their arithmetic: every ReLU runs out of place (inplace=False: an
+in-place op on a hooked module's output breaks full backward hooks), and torchvision's
+Bottleneck runs its three ReLUs as the modules relu1, relu2, relu3 and its `out += identity` as
+the module "residual" (out of place), the zoo's layer names. The gradients of a block's input
+that meet at the fork (the residual's backward in the zoo) are summed by the autograd engine
+after conv1's backward: they land in the block's own remainder (bwd of "layer1.0"). The images
+need no gradient, so the first conv's backward range closes when its weight and bias gradients
+are ready (its input has none to wait for). Medians of 3 profiled steps after --warmup, one JSON
+object per (model, precision, module), in forward order, then one per pass:
+
+    {"model": "vgg16", "precision": "pytorch-fp32", "batch": 32, "layer": "features.0", "type": "Conv2d",
+     "leaf": true, "in": [32, 3, 224, 224], "out": [32, 64, 224, 224], "fwd_ms": 0.6567, "bwd_ms": 0.585}
+    {"model": "vgg16", "precision": "bf16", "batch": 32, "pass": "backward", "total_ms": 10.0895, "busy_ms": 10.082,
+     "attributed_ms": 10.0887, "unattributed_ms": 0.0007, "kernels": 221, "attribution": "launch",
+     "unattributed": [["<kernel name>", ms], ...], "device": "NVIDIA H200", "torch": "2.11.0"}
+
+total_ms sums the durations of the pass's device operations, busy_ms is their union (the figure
+of "kernel_forward_ms" above), unattributed_ms the part of total_ms launched inside no range (the
+backward's first fill of the loss gradient, say), "unattributed" its largest kernels (one step).
+A kernel belongs to the range its launching op started in ("attribution": "launch"; "device":
+by its own start on the GPU, inside the ranges' device-side spans, where the profiler did not link
+kernels to ops). --kernels adds each layer's kernels to its line, by name with calls and ms per
+step ("fwd_kernels": [["<kernel name>", calls, ms], ...], "bwd_kernels"): where the time goes
+inside a layer (the GEMM, cuDNN's layout transposes, a separate bias kernel). --device cpu runs
+the same bookkeeping without a GPU, with the CPU time of the ops in place of kernel time: a check
+of the hooks and ranges, not a measurement (before PyTorch 2.0, which has no full backward
+pre-hooks, a backward range opens late, at its output's gradient hook).
 """
 
 import argparse
@@ -47,6 +86,7 @@ import json
 import statistics
 import sys
 import time
+import types
 
 import torch
 
@@ -164,6 +204,258 @@ def kernel_times(module, loss_of, dtype, count):
     return statistics.median(fwd), statistics.median(bwd), nf, nb
 
 
+# ---- per layer (--per-layer) -------------------------------------------------------------------
+
+class _Residual(torch.nn.Module):
+    """torchvision Bottleneck's `out += identity`, out of place, as a module of its own."""
+
+    def forward(self, out, identity):
+        return out + identity
+
+
+def _bottleneck_forward(self, x):
+    """torchvision's Bottleneck.forward, in its order, with the ReLUs and the add as modules."""
+    identity = x
+    out = self.relu1(self.bn1(self.conv1(x)))
+    out = self.relu2(self.bn2(self.conv2(out)))
+    out = self.bn3(self.conv3(out))
+    if self.downsample is not None:
+        identity = self.downsample(x)
+    return self.relu3(self.residual(out, identity))
+
+
+class _Loss(torch.nn.Module):
+    """The loss of compute_measure's CNNs (cross entropy of the logits cast to fp32) as a module."""
+
+    def __init__(self, labels):
+        super().__init__()
+        self.labels = labels
+
+    def forward(self, logits):
+        return torch.nn.functional.cross_entropy(logits.float(), self.labels)
+
+
+class _Ranges:
+    """record_function ranges around every module's forward ("fwd:name") and backward ("bwd:name")."""
+
+    def __init__(self, modules):
+        self.open = {}      # range name -> the record_function entered for it
+        self.waiting = {}   # module name -> parameter gradients still to come before its backward range closes
+        self.params = {}    # module name -> its own parameters that need a gradient
+        self.shapes = {}    # module name -> (input shape, output shape) of its first call
+        self.order = []     # module names in the order their forward first began
+        for name, m in modules:
+            own = [p for p in m.parameters(recurse=False) if p.requires_grad]
+            self.params[name] = len(own)
+            m.register_forward_pre_hook(lambda mod, args, n=name: self._forward(n))
+            m.register_forward_hook(lambda mod, args, out, n=name: self._forward_done(n, args, out))
+            if hasattr(m, "register_full_backward_pre_hook"):
+                m.register_full_backward_pre_hook(lambda mod, grad_out, n=name: self._enter("bwd:" + n))
+            m.register_full_backward_hook(lambda mod, grad_in, grad_out, n=name: self._backward_done(n, grad_in))
+            for p in own:
+                p.register_hook(lambda g, n=name: self._gradient_ready(n))
+
+    def _forward(self, name):
+        if name not in self.order:
+            self.order.append(name)
+        self._enter("fwd:" + name)
+
+    def _enter(self, name):
+        r = torch.autograd.profiler.record_function(name)
+        r.__enter__()
+        self.open[name] = r
+
+    def _exit(self, name):
+        r = self.open.pop(name, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    def _forward_done(self, name, args, out):
+        self._exit("fwd:" + name)
+        if isinstance(out, torch.Tensor):
+            if name not in self.shapes:
+                first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+                self.shapes[name] = (list(first.shape) if first is not None else [], list(out.shape))
+            pre = hasattr(torch.nn.Module, "register_full_backward_pre_hook")
+            grads = self.params[name] > 0 or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+            if not pre and out.requires_grad and grads:  # torch < 2.0 (a range with no backward is never opened)
+                out.register_hook(lambda g, n=name: self._enter("bwd:" + n))
+
+    def _backward_done(self, name, grad_in):
+        # no input needs a gradient (the first conv): the hook comes before the module's backward
+        # has run; its range closes with its last parameter gradient instead (_gradient_ready)
+        if all(g is None for g in grad_in) and self.params[name] > 0:
+            self.waiting[name] = self.params[name]
+        else:
+            self._exit("bwd:" + name)
+
+    def _gradient_ready(self, name):
+        if name in self.waiting:
+            self.waiting[name] -= 1
+            if self.waiting[name] == 0:
+                del self.waiting[name]
+                self._exit("bwd:" + name)
+
+
+def _innermost(ranges, items):
+    """Pairs each item (start, payload) with the innermost of the nested ranges (start, end, name)
+    that contains its start (None: in none)."""
+    rs = sorted(ranges, key=lambda r: (r[0], -r[1]))
+    stack, i = [], 0
+    for start, payload in sorted(items, key=lambda x: x[0]):
+        while i < len(rs) and rs[i][0] <= start:
+            while stack and stack[-1][1] < rs[i][0]:
+                stack.pop()
+            stack.append(rs[i])
+            i += 1
+        while stack and stack[-1][1] < start:
+            stack.pop()
+        yield (stack[-1][2] if stack else None), payload
+
+
+def _attribute(prof, device):
+    """Device time per range of one profiled pass: {range: [ms, {kernel: [calls, ms]}]}; the total
+    and the union (busy) of the pass's device operations in ms, their count; {kernel: ms} of the
+    ones launched inside no range; how they were placed. Each op that launched device work gives
+    it to the innermost range (on its thread) that contains the op's start ("launch"). Should that
+    leave over a fifth of the device time unplaced (the profiler did not link the kernels to their
+    ops), the kernels go by their own start to the innermost of the ranges' device-side copies
+    ("device", the profiler's gpu_user_annotation spans)."""
+    cpu = torch.autograd.DeviceType.CPU
+    ranges, items, dev_ranges, dev_items = {}, {}, [], []
+    for e in prof.events():
+        start, end = e.time_range.start, e.time_range.end
+        if e.name.startswith(("fwd:", "bwd:")):
+            (ranges.setdefault(e.thread, []) if e.device_type == cpu else dev_ranges).append((start, end, e.name))
+        elif device != "cuda":  # --device cpu: each op's own CPU time
+            items.setdefault(e.thread, []).append((start, [(e.name, e.self_cpu_time_total)]))
+        elif e.device_type != cpu:
+            dev_items.append((start, [(e.name, end - start)]))
+        elif e.kernels and not e.name.startswith("cu"):  # torch ops, not CUDA runtime calls
+            items.setdefault(e.thread, []).append((start, [(k.name, k.duration) for k in e.kernels]))
+
+    def place(pairs):
+        out, free = {}, {}
+        for name, ks in pairs:
+            for k, d in ks:
+                if name is None:
+                    free[k[:100]] = free.get(k[:100], 0.0) + d / 1e3
+                    continue
+                slot = out.setdefault(name, [0.0, {}])
+                slot[0] += d / 1e3
+                kk = slot[1].setdefault(k[:100], [0, 0.0])
+                kk[0] += 1
+                kk[1] += d / 1e3
+        return out, free
+
+    how = "launch"
+    out, free = place(p for thread, its in items.items() for p in _innermost(ranges.get(thread, []), its))
+    if device == "cuda":
+        spans = [(s, s + ks[0][1]) for s, ks in dev_items]
+        total = sum(ks[0][1] for _, ks in dev_items) / 1e3
+        if sum(v[0] for v in out.values()) < 0.8 * total and dev_ranges:
+            out, free = place(_innermost(dev_ranges, dev_items))
+            how = "device"
+    else:
+        total = sum(d for v in items.values() for _, ks in v for _, d in ks) / 1e3
+        spans = [(0.0, total * 1e3)]
+    spans.sort()
+    busy, end = 0.0, float("-inf")
+    for a, b in spans:
+        if b <= end:
+            continue
+        busy += b - max(a, end)
+        end = b
+    return out, total, busy / 1e3, len(spans), free, how
+
+
+def measure_layers(name, precision, warmup, device, kernels=False, steps=3):
+    """The per-layer lines of one model and precision, then one summary line per pass; with
+    `kernels`, each line lists the layer's kernels."""
+    if not (name.startswith("resnet") or name == "vgg16"):
+        raise SystemExit(f"--per-layer: only the CNNs (resnet50/101/152, vgg16), not '{name}'")
+    import torchvision
+    from torch.profiler import ProfilerActivity, profile
+    if device == "cuda":
+        set_precision(precision)
+    module = getattr(torchvision.models, name)().to(device)
+    batch = 32 if device == "cuda" else 2
+    images = torch.randn(batch, 3, 224, 224, device=device)
+    loss = _Loss(torch.randint(0, 1000, (batch,), device=device))
+    for m in module.modules():
+        if isinstance(m, torch.nn.ReLU):
+            m.inplace = False
+        if isinstance(m, torchvision.models.resnet.Bottleneck):
+            del m.relu
+            m.relu1, m.relu2, m.relu3, m.residual = torch.nn.ReLU(), torch.nn.ReLU(), torch.nn.ReLU(), _Residual()
+            m.forward = types.MethodType(_bottleneck_forward, m)
+    module.train()
+    ranges = _Ranges([(n or "model", m) for n, m in module.named_modules()] + [("loss", loss)])
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+
+    def step():
+        for p in module.parameters():
+            p.grad = None
+        sync()
+        with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
+            return loss(module(images))
+
+    for _ in range(warmup):
+        step().backward()
+        sync()
+    runs = {"forward": [], "backward": []}
+    for _ in range(steps):
+        with profile(activities=acts) as pf:
+            out = step()
+            sync()
+        with profile(activities=acts) as pb:
+            out.backward()
+            sync()
+        runs["forward"].append(_attribute(pf, device))
+        runs["backward"].append(_attribute(pb, device))
+    assert not ranges.open and not ranges.waiting, f"ranges left open: {list(ranges.open)} {list(ranges.waiting)}"
+
+    med = lambda v: round(statistics.median(v), 4)
+    head = {"model": name, "precision": precision, "batch": batch}
+    modules = dict([(n or "model", m) for n, m in module.named_modules()] + [("loss", loss)])
+    rows = []
+    for n in ranges.order + [n for n in modules if n not in ranges.order]:  # forward order (calls, then the uncalled)
+        row = dict(head, layer=n, type=type(modules[n]).__name__, leaf=not any(True for _ in modules[n].children()))
+        if n in ranges.shapes:
+            row["in"], row["out"] = ranges.shapes[n]
+        for p, key in (("forward", "fwd"), ("backward", "bwd")):
+            per = [r[0].get(key + ":" + n, [0.0, {}]) for r in runs[p]]
+            row[key + "_ms"] = med([v[0] for v in per])
+            if not kernels:
+                continue
+            ks = {}
+            for v in per:
+                for k, (c, d) in v[1].items():
+                    ks.setdefault(k, [0, 0.0])
+                    ks[k][0] += c
+                    ks[k][1] += d
+            row[key + "_kernels"] = sorted([[k, c // steps, round(d / steps, 4)] for k, (c, d) in ks.items()],
+                                           key=lambda x: -x[2])
+        rows.append(row)
+    for p in ("forward", "backward"):
+        attributed = [sum(v[0] for v in r[0].values()) for r in runs[p]]
+        total = [r[1] for r in runs[p]]
+        rows.append(dict(head, **{"pass": p, "total_ms": med(total), "busy_ms": med([r[2] for r in runs[p]]),
+                                  "attributed_ms": med(attributed),
+                                  "unattributed_ms": med([t - a for t, a in zip(total, attributed)]),
+                                  "kernels": runs[p][0][3], "attribution": runs[p][0][5],
+                                  "unattributed": sorted([[k, round(v, 4)] for k, v in runs[p][0][4].items()],
+                                                         key=lambda x: -x[1])[:8],
+                                  "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+                                  "torch": torch.__version__.split("+")[0]}))
+    del module
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return rows
+
+
 def measure(name, precision, warmup, iters, device):
     set_precision(precision)
     module, batch, loss_of = build(name, device)
@@ -195,8 +487,14 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps (default 3)")
     ap.add_argument("--iters", type=int, default=7, help="timed steps; the median is printed (default 7)")
     ap.add_argument("--out", default=None, help="also append the lines to this file")
+    ap.add_argument("--per-layer", action="store_true", help="device time per module (the CNNs; see the top)")
+    ap.add_argument("--kernels", action="store_true", help="--per-layer: list each layer's kernels")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                    help="cpu: check --per-layer's bookkeeping without a GPU (CPU op times, batch 2)")
     a = ap.parse_args()
-    if not torch.cuda.is_available():
+    if a.device == "cpu" and not a.per_layer:
+        sys.exit("--device cpu: only with --per-layer")
+    if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("compute_measure.py: no CUDA device (these are GPU timings)")
     if a.warmup < 0 or a.iters < 1:
         sys.exit("--warmup must be >= 0 and --iters >= 1")
@@ -207,17 +505,22 @@ def main():
     for name in [m for m in a.models.split(",") if m]:
         for p in precisions:
             try:
-                row = measure(name, p, a.warmup, a.iters, "cuda")
+                if a.per_layer:
+                    rows = measure_layers(name, p, a.warmup, a.device, a.kernels)
+                else:
+                    rows = [measure(name, p, a.warmup, a.iters, "cuda")]
             except SystemExit:
                 raise
             except Exception as e:  # out of memory, a missing package: the row says so, the rest go on
-                torch.cuda.empty_cache()
-                row = {"model": name, "precision": p, "error": f"{type(e).__name__}: " + str(e).split("\n")[0]}
-            line = json.dumps(row)
-            print(line, flush=True)
-            if a.out:
-                with open(a.out, "a") as f:
-                    f.write(line + "\n")
+                if a.device == "cuda":
+                    torch.cuda.empty_cache()
+                rows = [{"model": name, "precision": p, "error": f"{type(e).__name__}: " + str(e).split("\n")[0]}]
+            for row in rows:
+                line = json.dumps(row)
+                print(line, flush=True)
+                if a.out:
+                    with open(a.out, "a") as f:
+                        f.write(line + "\n")
 
 
 if __name__ == "__main__":
