@@ -166,6 +166,17 @@ def steps(module, loss_of, dtype, count, sleep_cycles):
     return fwd, bwd, queue
 
 
+def union_us(spans):
+    """The length of the union of (start, end) intervals (the profiler's microseconds)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
 def kernel_times(module, loss_of, dtype, count):
     """The device's own time of forward and backward: torch.profiler's CUDA kernels (and copies,
     fills) of each, the union of their intervals, medians of `count` steps; and the number of
@@ -173,18 +184,9 @@ def kernel_times(module, loss_of, dtype, count):
     from torch.profiler import ProfilerActivity, profile
 
     def busy(prof):
-        spans = []
-        for e in prof.events():
-            if e.device_type == torch.autograd.DeviceType.CUDA:
-                spans.append((e.time_range.start, e.time_range.end))
-        spans.sort()
-        total, end = 0.0, float("-inf")
-        for a, b in spans:
-            if b <= end:
-                continue
-            total += b - max(a, end)
-            end = b
-        return total / 1e3, len(spans)
+        spans = [(e.time_range.start, e.time_range.end) for e in prof.events()
+                 if e.device_type == torch.autograd.DeviceType.CUDA]
+        return union_us(spans) / 1e3, len(spans)
 
     fwd, bwd, nf, nb = [], [], 0, 0
     for _ in range(count):
@@ -359,14 +361,7 @@ def _attribute(prof, device):
     else:
         total = sum(d for v in items.values() for _, ks in v for _, d in ks) / 1e3
         spans = [(0.0, total * 1e3)]
-    spans.sort()
-    busy, end = 0.0, float("-inf")
-    for a, b in spans:
-        if b <= end:
-            continue
-        busy += b - max(a, end)
-        end = b
-    return out, total, busy / 1e3, len(spans), free, how
+    return out, total, union_us(spans) / 1e3, len(spans), free, how
 
 
 def measure_layers(name, precision, warmup, device, kernels=False, steps=3):
