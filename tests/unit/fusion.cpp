@@ -133,6 +133,39 @@ TEST_CASE("fusion: fuse, cost::buckets and the plan's fusion buckets agree on ra
   CHECK(buckets > 600);
 }
 
+// expand_into writes a whole tensor of a plain group (no partitioner, no registered codec) as its
+// one item itself, on the cost model's hot path: the same item, field for field, as add_items.
+TEST_CASE("items: a plain group's whole tensor is add_items' one item, on random strategies") {
+  std::mt19937 rng(7);
+  int plain = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 3), rpn = 1 + static_cast<int>(rng() % 2);
+    const auto c = testing::make_cluster(nodes, rpn, rng() % 3 == 0 ? 2 : 0);
+    const auto rc = testing::random_strategy(rng, c.server_count(), trial % 4 == 0);
+    CAPTURE(trial);
+    const auto items = expand(rc.model, c, rc.strategy);
+    for (const auto& it : items) {
+      const auto& a = rc.strategy.assignments[it.tensor];
+      const auto& g = rc.strategy.groups[it.group];
+      if (a.split() || g.partitioner.kind != partitioner_kind::none) continue;
+      const auto& t = rc.model.tensors[it.tensor];
+      std::vector<sync_item> one;
+      autosync::detail::add_items(one, rc.model, it.tensor, it.ready, g, it.group, 0, 0, t.shape[0], c.world_size());
+      REQUIRE(one.size() == 1);
+      CHECK(one[0].axis == it.axis);
+      CHECK(one[0].begin == it.begin);
+      CHECK(one[0].end == it.end);
+      CHECK(one[0].elements == it.elements);
+      CHECK(one[0].bytes == it.bytes);
+      CHECK(one[0].wire_bytes == it.wire_bytes);
+      CHECK(one[0].sparse == it.sparse);
+      CHECK(one[0].codec_flops == it.codec_flops);
+      ++plain;
+    }
+  }
+  CHECK(plain > 300);
+}
+
 TEST_CASE("fusion: fuse and cost::buckets agree on zoo models with baselines and random draws") {
   int strategies = 0;
   for (const char* mn : {"resnet50", "bert-base", "vgg16", "ncf"}) {
