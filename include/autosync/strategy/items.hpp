@@ -44,15 +44,19 @@ struct sync_item {
   double codec_flops = 0.0;      // encode + decode work of registered codecs and extension slots
 };
 
+// Bytes per element on the wire for a tensor of `type` under a compressor that sends `per` bytes
+// per element (0: none): `per` for a floating tensor it shrinks, else the element's own size.
+[[nodiscard]] constexpr double wire_per_element_at(dtype type, double per) noexcept {
+  const double esize = size_of(type);
+  const bool floating = type == dtype::f32 || type == dtype::f64 || type == dtype::f16 || type == dtype::bf16;
+  return floating && per > 0.0 && per < esize ? per : esize;
+}
+
 // Bytes per element on the wire for `t` under built-in compressor `c` (the tensor's own size
 // when c does not shrink it).
 [[nodiscard]] constexpr double wire_per_element(const tensor& t, compression_id c) noexcept {
   const auto info = find_compression(c);
-  const double esize = size_of(t.type);
-  const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
-  if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < esize)
-    return info->wire_bytes_per_element;
-  return esize;
+  return wire_per_element_at(t.type, info ? info->wire_bytes_per_element : 0.0);
 }
 
 // Bytes one rank sends for `elements` elements of `t` at `per` bytes per element (wire_per_element).
@@ -199,7 +203,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   // registered codec or extension slot), and its built-in compressor's wire bytes per element
   // (0: none). The plain item is add_items' one item for partitioner none, written here with the
   // same arithmetic: the cost model expands every strategy it evaluates.
-  std::vector<double> plain_per(s.groups.size(), -1.0);  // -1: not plain
+  std::vector<double> plain_per(s.groups.size(), -1.0);  // -1: not plain (wire_per_element_at's `per`)
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
     const auto& g = s.groups[gi];
     if (g.partitioner.kind != partitioner_kind::none) continue;
@@ -217,15 +221,13 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
       const auto gi = static_cast<std::size_t>(a->group);
       if (const double cw = plain_per[gi]; cw >= 0.0) {
         const std::int64_t esize = size_of(t.type);
-        const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
-        const double per = floating && cw > 0.0 && cw < static_cast<double>(esize) ? cw : static_cast<double>(esize);  // wire_per_element
         auto& it = items.emplace_back();
         it.tensor = ti;
         it.group = static_cast<std::uint32_t>(gi);
         it.end = t.shape[0];
         it.elements = t.shape[0] * t.slice_elements(0);
         it.bytes = it.elements * esize;
-        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], per);
+        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], wire_per_element_at(t.type, cw));
         it.ready = ready[ti];
         it.sparse = t.sparse;
         continue;
