@@ -10,7 +10,9 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,46 @@ TEST_CASE("nccl model: NCCL's choice moves from LL to Simple and never to a prot
   CHECK(nc::select(f1, nc::operation::all_reduce, 4e9).algo == nc::algorithm::nvls);
   one.nvls = false;
   CHECK_FALSE(nc::available(cost::make_fabric(one).world, nc::operation::all_reduce, nc::algorithm::nvls, nc::protocol::simple));
+}
+
+TEST_CASE("nccl model: a selector chooses as select on its profile does, bit for bit") {
+  // make_selector works out the size-independent terms once; the fabric's collectives use it
+  std::vector<cluster_spec> cs{h100(1, transport_kind::rdma), h100(2, transport_kind::rdma), h100(4, transport_kind::gpudirect_tcp),
+                               h100(3, transport_kind::tcp, 1, 12.5e9), h100(2, transport_kind::efa), h100(5, transport_kind::slingshot),
+                               zoo::make_cluster("dgx-h100-x16"), zoo::make_cluster("dgx-a100-x16"), zoo::make_cluster("p3.16xlarge-x4")};
+  auto nv = h100(1, transport_kind::rdma);
+  nv.nvls = true;
+  cs.push_back(nv);
+  auto nv4 = h100(4, transport_kind::rdma);
+  nv4.nvls = true;
+  nv4.collnet = true;
+  cs.push_back(nv4);
+  auto solo = h100(1, transport_kind::rdma);
+  solo.nodes[0].devices = 1;
+  cs.push_back(solo);
+  const std::vector<unsigned> allowed{nc::all_algorithms, nc::only(nc::algorithm::ring), nc::only(nc::algorithm::tree),
+                                      nc::only(nc::algorithm::tree) | nc::only(nc::algorithm::pat), 0u};
+  int compared = 0, tree_or_nvls = 0;
+  for (const auto& c : cs) {
+    CAPTURE(c.name);
+    const auto f = cost::make_fabric(c);
+    for (const auto* p : {&f.world, &f.intra_comm, &f.inter_comm}) {
+      const auto s = nc::make_selector(*p);
+      for (int o = 0; o < nc::operation_count; ++o)
+        for (auto al : allowed)
+          for (double n : {0.0, 1.0, 63.0, 64.0, 65.0, 127.9, 128.0, 4095.0, 1e5, 3.3e6, 6.7e7, 2.68435456e8, 5e8, 1e10}) {
+            const auto op = static_cast<nc::operation>(o);
+            const auto a = nc::select(*p, op, n, al), b = nc::select(s, op, n, al);
+            CHECK(a.algo == b.algo);
+            CHECK(a.proto == b.proto);
+            CHECK(std::bit_cast<std::uint64_t>(a.time) == std::bit_cast<std::uint64_t>(b.time));
+            ++compared;
+            tree_or_nvls += b.algo == nc::algorithm::tree || b.algo == nc::algorithm::nvls || b.algo == nc::algorithm::nvls_tree;
+          }
+    }
+  }
+  CHECK(compared == 12 * 3 * 3 * 5 * 14);
+  CHECK(tree_or_nvls > 100);  // the choice is not ring everywhere: the table's terms are exercised
 }
 
 TEST_CASE("nccl model: every algorithm and protocol is at least the fabric's lower bound") {

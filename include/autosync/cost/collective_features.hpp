@@ -139,7 +139,7 @@ inline void validate(const collective& c) {
     case collective_algorithm::pat: allowed = nccl::only(nccl::algorithm::pat); break;
     case collective_algorithm::nccl_default: break;
   }
-  return nccl::select(f.world, op, c.bytes, allowed);
+  return nccl::select(f.world_select, op, c.bytes, allowed);
 }
 
 // The analytical time of c on f (seconds): the NCCL model on an NCCL fabric, the alpha-beta-gamma

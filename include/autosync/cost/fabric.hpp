@@ -98,6 +98,7 @@ struct fabric {
   // the g side-by-side inter-node ones (hierarchical topologies)
   bool nccl = false;
   nccl::profile world{}, intra_comm{}, inter_comm{};
+  nccl::selector world_select{}, intra_select{}, inter_select{};  // the same, for nccl::select (the collectives below)
 
   // The link a flat collective sees with `flows` streams per node through the NICs.
   [[nodiscard]] constexpr link_cost flat(int flows) const noexcept {
@@ -174,6 +175,9 @@ struct fabric {
     f.world = nccl::make_profile(c, f.p, f.nodes, f.g, bi, bn, nics, pcie);
     f.intra_comm = nccl::make_profile(c, f.g, 1, f.g, bi, bn, nics, pcie);
     f.inter_comm = nccl::make_profile(c, f.nodes, f.nodes, 1, bi, bn / f.g, std::max(1, nics / f.g), pcie);
+    f.world_select = nccl::make_selector(f.world);
+    f.intra_select = nccl::make_selector(f.intra_comm);
+    f.inter_select = nccl::make_selector(f.inter_comm);
   }
   return f;
 }
@@ -194,11 +198,11 @@ namespace detail {
 }
 [[nodiscard]] constexpr double nccl_collective(const fabric& f, nccl::operation op, const topology_value& t, double n) noexcept {
   if (t.kind != topology_kind::hierarchical || f.nodes <= 1 || f.g <= 1)
-    return nccl::select(f.world, op, n, nccl_allowed(t.kind == topology_kind::hierarchical ? t.inter : t.kind)).time;
+    return nccl::select(f.world_select, op, n, nccl_allowed(t.kind == topology_kind::hierarchical ? t.inter : t.kind)).time;
   const double share = n / f.g;
-  const double in_rs = nccl::select(f.intra_comm, nccl::operation::reduce_scatter, n, nccl_allowed(t.intra)).time;
-  const double in_ag = nccl::select(f.intra_comm, nccl::operation::all_gather, n, nccl_allowed(t.intra)).time;
-  const double out = nccl::select(f.inter_comm, op, share, nccl_allowed(t.inter)).time;
+  const double in_rs = nccl::select(f.intra_select, nccl::operation::reduce_scatter, n, nccl_allowed(t.intra)).time;
+  const double in_ag = nccl::select(f.intra_select, nccl::operation::all_gather, n, nccl_allowed(t.intra)).time;
+  const double out = nccl::select(f.inter_select, op, share, nccl_allowed(t.inter)).time;
   switch (op) {
     case nccl::operation::reduce_scatter: return in_rs + out;
     case nccl::operation::all_gather: return out + in_ag;

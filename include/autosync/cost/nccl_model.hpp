@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 
 namespace autosync::cost::nccl {
@@ -62,6 +63,7 @@ namespace autosync::cost::nccl {
 enum class algorithm : std::uint8_t { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat };
 enum class protocol : std::uint8_t { ll, ll128, simple };
 enum class operation : std::uint8_t { all_reduce, reduce_scatter, all_gather };
+inline constexpr int operation_count = 3;
 inline constexpr int algorithm_count = 7;
 inline constexpr int protocol_count = 3;
 
@@ -304,12 +306,15 @@ struct load {
   return lat + std::max(t_links, t_net) + fill;
 }
 
-// NCCL's own estimate (microseconds) of (a, q): its latency table and its bandwidth model, as
-// tuning.cc computes it, on the links it sees (it does not know the transport's message costs).
-[[nodiscard]] constexpr double nccl_cost(const profile& f, operation op, algorithm a, protocol q, double n) noexcept {
-  using namespace detail;
-  if (f.p <= 1) return 0.0;
-  const int Q = idx(q), G = f.gen, Ni = f.node_index();
+namespace detail {
+// The part of nccl_cost that does not depend on the size: (a, q)'s latency (us) and algorithm
+// bandwidth (GB/s) before the size's corrections; ok false where nccl_cost answers -1.
+struct cost_terms {
+  bool ok = false;
+  double lat = 0.0, alg_bw = 0.0;
+};
+[[nodiscard]] constexpr cost_terms nccl_cost_terms(const profile& f, operation op, algorithm a, protocol q) noexcept {
+  const int G = f.gen, Ni = f.node_index();
   const double nc = f.channels;
   const double raw_net = f.bw_net;  // NCCL's graph sees the NIC speed
   double bus = 0.0;  // GB/s
@@ -335,14 +340,30 @@ struct load {
   double alg_bw = bus;
   if (a == algorithm::ring || a == algorithm::nvls || a == algorithm::nvls_tree) alg_bw *= static_cast<double>(f.p) / steps;
   else if (!(op != operation::all_reduce && a == algorithm::pat)) alg_bw *= 0.5;
-  if (alg_bw <= 0.0) return -1.0;
-  double lat = latency_us(f, op, a, q, false);
+  if (alg_bw <= 0.0) return {};
+  return {true, latency_us(f, op, a, q, false), alg_bw};
+}
+// nccl_cost of n bytes from its size-independent terms (k.ok): the tree's correction for the
+// size and the ring's plateau.
+[[nodiscard]] constexpr double nccl_cost_at(const profile& f, operation op, algorithm a, protocol q, const cost_terms& k, double n) noexcept {
+  double alg_bw = k.alg_bw, lat = k.lat;
+  // floor(log2(n / 64)), -1 below 64 bytes: the exponent of a double >= 1 (exact: what halving
+  // it until it falls below 1 counts)
   int log_size = -1;
-  for (double v = n / 64.0; v >= 1.0; v /= 2.0) ++log_size;
-  if (a == algorithm::tree && op == operation::all_reduce && log_size >= 0 && log_size < 23) alg_bw *= table::tree_correction[Q][log_size];
-  if (a == algorithm::ring && q == protocol::simple && f.nodes > 1 && op == operation::all_reduce && n / (nc * f.p) >= 64)
-    lat *= G < 1 ? 1.9 : 1.4;  // "plateau effect of ring"
+  if (const double v = n / 64.0; v >= 1.0) log_size = static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7ffu) - 1023;
+  if (a == algorithm::tree && op == operation::all_reduce && log_size >= 0 && log_size < 23) alg_bw *= table::tree_correction[idx(q)][log_size];
+  if (a == algorithm::ring && q == protocol::simple && f.nodes > 1 && op == operation::all_reduce && n / (static_cast<double>(f.channels) * f.p) >= 64)
+    lat *= f.gen < 1 ? 1.9 : 1.4;  // "plateau effect of ring"
   return lat + n / (1000.0 * alg_bw);
+}
+}  // namespace detail
+
+// NCCL's own estimate (microseconds) of (a, q): its latency table and its bandwidth model, as
+// tuning.cc computes it, on the links it sees (it does not know the transport's message costs).
+[[nodiscard]] constexpr double nccl_cost(const profile& f, operation op, algorithm a, protocol q, double n) noexcept {
+  if (f.p <= 1) return 0.0;
+  const auto k = detail::nccl_cost_terms(f, op, a, q);
+  return k.ok ? detail::nccl_cost_at(f, op, a, q, k, n) : -1.0;
 }
 
 struct choice {
@@ -355,8 +376,11 @@ struct choice {
 inline constexpr unsigned all_algorithms = (1u << algorithm_count) - 1;
 [[nodiscard]] constexpr unsigned only(algorithm a) noexcept { return 1u << detail::idx(a); }
 
-// NCCL's pick among the allowed algorithms (by nccl_cost) and its predicted time.
-[[nodiscard]] constexpr choice select(const profile& f, operation op, double n, unsigned allowed = all_algorithms) noexcept {
+namespace detail {
+// NCCL's pick among the allowed algorithms, given whether (a, q) is available and its nccl_cost.
+template <class Available, class Cost>
+[[nodiscard]] constexpr choice select_by(const profile& f, operation op, double n, unsigned allowed, const Available& available_,
+                                         const Cost& cost) noexcept {
   choice best;
   double best_cost = 0.0;
   bool found = false;
@@ -365,8 +389,8 @@ inline constexpr unsigned all_algorithms = (1u << algorithm_count) - 1;
     for (int q = 0; q < protocol_count; ++q) {
       const auto A = static_cast<algorithm>(a);
       const auto Q = static_cast<protocol>(q);
-      if (!available(f, op, A, Q)) continue;
-      const double c = nccl_cost(f, op, A, Q, n);
+      if (!available_(A, Q)) continue;
+      const double c = cost(A, Q);
       if (c < 0.0) continue;
       if (!found || c < best_cost) {
         found = true;
@@ -377,13 +401,56 @@ inline constexpr unsigned all_algorithms = (1u << algorithm_count) - 1;
     }
   }
   if (!found) {  // the allowed set has nothing for op (e.g. tree for reduce-scatter): ring
-    best.algo = algorithm::ring;
-    best.proto = protocol::simple;
-    best = select(f, op, n, only(algorithm::ring));
-    return best;
+    if (allowed == only(algorithm::ring)) {
+      best.algo = algorithm::ring;
+      best.proto = protocol::simple;
+    } else {
+      return select_by(f, op, n, only(algorithm::ring), available_, cost);
+    }
   }
   best.time = time(f, op, best.algo, best.proto, n);
   return best;
+}
+}  // namespace detail
+
+// NCCL's pick among the allowed algorithms (by nccl_cost) and its predicted time.
+[[nodiscard]] constexpr choice select(const profile& f, operation op, double n, unsigned allowed = all_algorithms) noexcept {
+  return detail::select_by(
+      f, op, n, allowed, [&](algorithm a, protocol q) { return available(f, op, a, q); },
+      [&](algorithm a, protocol q) { return nccl_cost(f, op, a, q, n); });
+}
+
+// A profile with its size-independent selection terms worked out once (availability and
+// nccl_cost's terms of every operation, algorithm and protocol): select(selector, ...) gives
+// select(profile, ...)'s choice and time, bit for bit, for evaluators that price many sizes.
+struct selector {
+  profile f{};
+  bool available[operation_count][algorithm_count][protocol_count]{};
+  detail::cost_terms terms[operation_count][algorithm_count][protocol_count]{};
+};
+[[nodiscard]] constexpr selector make_selector(const profile& f) noexcept {
+  selector s;
+  s.f = f;
+  for (int o = 0; o < operation_count; ++o)
+    for (int a = 0; a < algorithm_count; ++a)
+      for (int q = 0; q < protocol_count; ++q) {
+        const auto O = static_cast<operation>(o);
+        const auto A = static_cast<algorithm>(a);
+        const auto Q = static_cast<protocol>(q);
+        s.available[o][a][q] = available(f, O, A, Q);
+        if (f.p > 1) s.terms[o][a][q] = detail::nccl_cost_terms(f, O, A, Q);
+      }
+  return s;
+}
+[[nodiscard]] constexpr choice select(const selector& s, operation op, double n, unsigned allowed = all_algorithms) noexcept {
+  const int o = static_cast<int>(op);
+  return detail::select_by(
+      s.f, op, n, allowed, [&](algorithm a, protocol q) { return s.available[o][detail::idx(a)][detail::idx(q)]; },
+      [&](algorithm a, protocol q) {
+        if (s.f.p <= 1) return 0.0;
+        const auto& k = s.terms[o][detail::idx(a)][detail::idx(q)];
+        return k.ok ? detail::nccl_cost_at(s.f, op, a, q, k, n) : -1.0;
+      });
 }
 
 // The bandwidth-only time of the best available algorithm with Simple at full efficiency: a
