@@ -271,6 +271,16 @@ TEST_CASE("byteps: partitions of at most 4,096,000 bytes, hashed placement, prio
     CHECK(items[i].server == again[i].server);
     CHECK(items[i].server == static_cast<int>(placement_hash(m.tensors[items[i].tensor].name, shard) % 5));
   }
+  // the evaluator's way: each name hashed once (tensor_name_hashes), the shard added per item
+  CHECK(placement_name_hash("") == 14695981039346656037ull);  // FNV-1a 64's offset basis
+  CHECK(placement_name_hash("a") == 0xaf63dc4c8601ec8cull);   // FNV-1a 64 of "a"
+  const auto order = m.backward_order();
+  std::vector<std::uint32_t> ready(m.tensors.size());
+  for (std::size_t i = 0; i < order.size(); ++i) ready[order[i]] = static_cast<std::uint32_t>(i);
+  std::vector<sync_item> hashed;
+  expand_into(hashed, m, c, s, ready, tensor_name_hashes(m));
+  REQUIRE(hashed.size() == items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) CHECK(hashed[i].server == items[i].server);
 }
 
 TEST_CASE("zero2: sharded ring, buckets of 5e8 elements") {

@@ -146,7 +146,7 @@ struct evaluation {
 [[nodiscard]] constexpr evaluation evaluate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {},
                                             bool with_buckets = false) {
   evaluation e{make_context(m, c), {}, {}, {}};
-  expand_into(e.ws.items, m, c, s, e.ctx.position);
+  expand_into(e.ws.items, m, c, s, e.ctx.position, e.ctx.name_hash);
   e.p = detail::run(m, e.ctx, s, opt, e.ws, with_buckets ? &e.buckets : nullptr);
   return e;
 }
@@ -165,7 +165,7 @@ class evaluator {
   evaluator(const model_spec& m, const cluster_spec& c) : model_(&m), cluster_(&c), ctx_(make_context(m, c)) {}
 
   [[nodiscard]] prediction operator()(const strategy_desc& s, const options& opt = {}) const {
-    expand_into(ws_.items, *model_, *cluster_, s, ctx_.position);
+    expand_into(ws_.items, *model_, *cluster_, s, ctx_.position, ctx_.name_hash);
     return detail::run(*model_, ctx_, s, opt, ws_, nullptr);
   }
   [[nodiscard]] const fabric& fab() const noexcept { return ctx_.fab; }

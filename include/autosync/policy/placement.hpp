@@ -57,12 +57,21 @@ struct hashed {
 template <>
 struct default_policy<slot::placement> { using type = place::round_robin; };
 
-// FNV-1a over the tensor name and the shard index: the hashed placement's key.
-[[nodiscard]] constexpr std::uint64_t placement_hash(std::string_view name, std::uint64_t shard) noexcept {
+// FNV-1a over the tensor name and the shard index: the hashed placement's key. It is computed
+// in two parts, so that a caller placing many strategies of one model (cost::evaluator) hashes
+// each name once: placement_hash(name, shard) == placement_hash_of(placement_name_hash(name), shard).
+[[nodiscard]] constexpr std::uint64_t placement_name_hash(std::string_view name) noexcept {
   std::uint64_t h = 14695981039346656037ull;
   for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+[[nodiscard]] constexpr std::uint64_t placement_hash_of(std::uint64_t name_hash, std::uint64_t shard) noexcept {
+  std::uint64_t h = name_hash;
   for (int i = 0; i < 8; ++i) h = (h ^ ((shard >> (8 * i)) & 0xffu)) * 1099511628211ull;
   return h;
+}
+[[nodiscard]] constexpr std::uint64_t placement_hash(std::string_view name, std::uint64_t shard) noexcept {
+  return placement_hash_of(placement_name_hash(name), shard);
 }
 
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -180,11 +181,19 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
 }
 }  // namespace detail
 
+// Per tensor of m: placement_name_hash of its name (the hashed placement's key, less the shard).
+[[nodiscard]] constexpr std::vector<std::uint64_t> tensor_name_hashes(const model_spec& m) {
+  std::vector<std::uint64_t> h(m.tensors.size());
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = placement_name_hash(m.tensors[i].name);
+  return h;
+}
+
 // expand() into `items` (cleared; its capacity is reused), given `ready[t]` = the position of
-// tensor t in m.backward_order(): for evaluators that expand many strategies of one model
-// (cost::evaluator) and must not sort or allocate per call.
+// tensor t in m.backward_order() and, optionally, `name_hash` = tensor_name_hashes(m): for
+// evaluators that expand many strategies of one model (cost::evaluator) and must not sort,
+// allocate or hash names per call. Without name_hash, hashed placement hashes each item's name.
 constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, const cluster_spec& c, const strategy_desc& s,
-                           const std::vector<std::uint32_t>& ready) {
+                           const std::vector<std::uint32_t>& ready, std::span<const std::uint64_t> name_hash = {}) {
   items.clear();
   // assignment of each tensor, by forward index
   std::vector<const assignment*> by_tensor(m.tensors.size(), nullptr);
@@ -269,7 +278,8 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         // shard index within its tensor: count earlier items of the same tensor
         std::uint64_t shard = 0;
         for (std::size_t j = i; j > 0 && items[j - 1].tensor == it.tensor; --j) ++shard;
-        it.server = static_cast<std::int32_t>(placement_hash(m.tensors[it.tensor].name, shard) % static_cast<std::uint64_t>(S));
+        const std::uint64_t nh = it.tensor < name_hash.size() ? name_hash[it.tensor] : placement_name_hash(m.tensors[it.tensor].name);
+        it.server = static_cast<std::int32_t>(placement_hash_of(nh, shard) % static_cast<std::uint64_t>(S));
         break;
       }
       case placement_kind::load_balanced: balanced.push_back(i); continue;
