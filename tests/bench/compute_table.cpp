@@ -20,11 +20,18 @@ int main() {
   std::printf("%-11s %5s %-15s %-13s %-4s | %21s | %21s | %21s\n", "model", "batch", "device", "precision", "nhwc",
               "forward ms pred/meas", "backward ms pred/meas", "before fwd/bwd ms");
   std::vector<double> anchor_bwd, held, device_bwd, device_fwd;
-  for (const auto& r : test::compute_measurements()) {
+  struct priced {
+    const test::compute_measurement* row;
+    double f, b;  // predicted forward, backward ms
+  };
+  std::vector<priced> apart;  // the rows measured apart, with their predictions
+  const auto rows = test::compute_measurements();
+  for (const auto& r : rows) {
     const auto m = test::model_of(r);
     const auto c = cost::compute(m, r.compute, r.preset_flops);
     const auto before = cost::compute(m, device_compute{}, r.preset_flops);
     const double f = c.forward * 1e3, b = c.backward_total() * 1e3;
+    if (r.backward_ms > 0 && r.held_out) apart.push_back(priced{&r, f, b});
     std::printf("%-11s %5lld %-15s %-13s %-4s | ", r.model, static_cast<long long>(m.batch_per_device), r.device,
                 std::string(name_of(r.prec)).c_str(), r.channels_last ? "yes" : "no");
     if (r.backward_ms > 0) {
@@ -50,4 +57,28 @@ int main() {
               100.0 * worst(anchor_bwd), 100.0 * worst(held));
   std::printf("held-out rows measured apart: backward within 25 %% in %d of %zu (worst %.0f %%), forward in %d of %zu\n",
               within(device_bwd, 0.25), device_bwd.size(), 100.0 * worst(device_bwd), within(device_fwd, 0.25), device_fwd.size());
+
+  // The same model, precision and software on two devices (measured by compute_measure.py on both):
+  // how much faster the second device is, measured against predicted. A software stack that runs
+  // a model slower than the anchors' cancels out of the ratio; what is left is how the model
+  // carries over from one device to another.
+  std::printf("\nthe same stack on two devices: %s over %s, time ratio (predicted / measured)\n", "H200-SXM", "H100-SXM5");
+  std::printf("%-11s %-13s | %21s | %21s\n", "model", "precision", "forward pred/meas", "backward pred/meas");
+  std::vector<double> ratio_err;
+  for (const auto& lo : apart) {
+    if (std::string(lo.row->device) != "H100-SXM5") continue;
+    for (const auto& hi : apart) {
+      if (std::string(hi.row->device) != "H200-SXM" || std::string(hi.row->model) != lo.row->model || hi.row->prec != lo.row->prec ||
+          hi.row->batch != lo.row->batch || hi.row->channels_last != lo.row->channels_last)
+        continue;
+      const double pf = hi.f / lo.f, mf = hi.row->forward_ms / lo.row->forward_ms;
+      const double pb = hi.b / lo.b, mb = hi.row->backward_ms / lo.row->backward_ms;
+      std::printf("%-11s %-13s | %5.3f / %5.3f (%4.2f) | %5.3f / %5.3f (%4.2f)\n", lo.row->model, std::string(name_of(lo.row->prec)).c_str(),
+                  pf, mf, pf / mf, pb, mb, pb / mb);
+      ratio_err.push_back(std::abs(pb / mb - 1.0));
+    }
+  }
+  if (!ratio_err.empty())
+    std::printf("backward ratio: predicted within 10 %% of measured in %d of %zu pairs (worst %.0f %%)\n", within(ratio_err, 0.10),
+                ratio_err.size(), 100.0 * worst(ratio_err));
 }
