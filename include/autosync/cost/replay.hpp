@@ -123,6 +123,29 @@ struct replay_result {
   // all-reduce of one int32 per plan bucket over the world, halving-doubling on host backends.
   const double round = any_priority ? all_reduce(fab, topology_value{topology_kind::halving_doubling}, 4.0 * static_cast<double>(plan_buckets)) : 0.0;
   double t = p.forward;  // nothing is ready before the backward starts
+  // The buckets come in ready order (cost::buckets): the ready ones are then a prefix, and the
+  // launch order below is that of a min-heap of their keys (keys are distinct: each holds its
+  // bucket's number), O(B log B) instead of a scan of every bucket per launch.
+  bool in_ready_order = true;
+  for (std::size_t b = 1; b < bs.size() && in_ready_order; ++b) in_ready_order = bs[b - 1].ready <= bs[b].ready;
+  if (any_priority && in_ready_order) {
+    std::vector<std::uint64_t> heap;
+    heap.reserve(bs.size());
+    const auto greater = [](std::uint64_t a, std::uint64_t b) { return a > b; };
+    std::size_t k = 0;  // buckets [0, k) are launched or queued
+    for (std::size_t n = 0; n < bs.size(); ++n) {
+      if (heap.empty() && bs[k].ready > t) t = bs[k].ready;  // none ready: wait for the next
+      for (; k < bs.size() && bs[k].ready <= t; ++k) {
+        heap.push_back(key[k]);
+        std::push_heap(heap.begin(), heap.end(), greater);
+      }
+      std::pop_heap(heap.begin(), heap.end(), greater);
+      const auto pick = static_cast<std::size_t>(heap.back() & 0xffffffffu);
+      heap.pop_back();
+      t = std::max(t, bs[pick].ready) + busy[pick] + launches[pick] * round;
+    }
+    return {std::max(p.forward + p.backward, t), ps_any};
+  }
   std::vector<std::uint8_t> done(bs.size(), 0);
   for (std::size_t n = 0; n < bs.size(); ++n) {
     std::size_t pick = bs.size();
