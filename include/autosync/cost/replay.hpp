@@ -123,48 +123,31 @@ struct replay_result {
   // all-reduce of one int32 per plan bucket over the world, halving-doubling on host backends.
   const double round = any_priority ? all_reduce(fab, topology_value{topology_kind::halving_doubling}, 4.0 * static_cast<double>(plan_buckets)) : 0.0;
   double t = p.forward;  // nothing is ready before the backward starts
-  // The buckets come in ready order (cost::buckets): the ready ones are then a prefix, and the
-  // launch order below is that of a min-heap of their keys (keys are distinct: each holds its
-  // bucket's number), O(B log B) instead of a scan of every bucket per launch.
-  bool in_ready_order = true;
-  for (std::size_t b = 1; b < bs.size() && in_ready_order; ++b) in_ready_order = bs[b - 1].ready <= bs[b].ready;
-  if (any_priority && in_ready_order) {
-    std::vector<std::uint64_t> heap;
-    heap.reserve(bs.size());
-    const auto greater = [](std::uint64_t a, std::uint64_t b) { return a > b; };
-    std::size_t k = 0;  // buckets [0, k) are launched or queued
-    for (std::size_t n = 0; n < bs.size(); ++n) {
-      if (heap.empty() && bs[k].ready > t) t = bs[k].ready;  // none ready: wait for the next
-      for (; k < bs.size() && bs[k].ready <= t; ++k) {
-        heap.push_back(key[k]);
-        std::push_heap(heap.begin(), heap.end(), greater);
-      }
-      std::pop_heap(heap.begin(), heap.end(), greater);
-      const auto pick = static_cast<std::size_t>(heap.back() & 0xffffffffu);
-      heap.pop_back();
-      t = std::max(t, bs[pick].ready) + busy[pick] + launches[pick] * round;
-    }
+  if (!any_priority) {
+    for (std::size_t b = 0; b < bs.size(); ++b)  // fifo: by number (numbers are in ready order)
+      t = std::max(t, bs[b].ready) + busy[b] + launches[b] * round;
     return {std::max(p.forward + p.backward, t), ps_any};
   }
-  std::vector<std::uint8_t> done(bs.size(), 0);
+  // Priority: each launch takes the smallest key among the buckets ready by then, or waits for the
+  // next to be ready. In ready order (cost::buckets' own: the stable sort leaves it as it is) the
+  // ready buckets are a prefix, queued in a min-heap of their keys (distinct: each holds its
+  // bucket's number).
+  std::vector<std::uint32_t> by_ready(bs.size());
+  for (std::uint32_t b = 0; b < by_ready.size(); ++b) by_ready[b] = b;
+  std::stable_sort(by_ready.begin(), by_ready.end(), [&](std::uint32_t a, std::uint32_t b) { return bs[a].ready < bs[b].ready; });
+  std::vector<std::uint64_t> heap;
+  heap.reserve(bs.size());
+  const auto greater = [](std::uint64_t a, std::uint64_t b) { return a > b; };
+  std::size_t k = 0;  // by_ready[0, k) are launched or queued
   for (std::size_t n = 0; n < bs.size(); ++n) {
-    std::size_t pick = bs.size();
-    if (!any_priority) {
-      pick = n;  // fifo: the next by number (numbers are in ready order)
-    } else {
-      double next_ready = std::numeric_limits<double>::infinity();
-      for (std::size_t b = 0; b < bs.size(); ++b) {
-        if (done[b]) continue;
-        next_ready = std::min(next_ready, bs[b].ready);
-        if (bs[b].ready <= t && (pick == bs.size() || key[b] < key[pick])) pick = b;
-      }
-      if (pick == bs.size()) {  // none ready: wait for the next, then pick among those
-        t = next_ready;
-        for (std::size_t b = 0; b < bs.size(); ++b)
-          if (!done[b] && bs[b].ready <= t && (pick == bs.size() || key[b] < key[pick])) pick = b;
-      }
+    if (heap.empty() && bs[by_ready[k]].ready > t) t = bs[by_ready[k]].ready;  // none ready: wait for the next
+    for (; k < bs.size() && bs[by_ready[k]].ready <= t; ++k) {
+      heap.push_back(key[by_ready[k]]);
+      std::push_heap(heap.begin(), heap.end(), greater);
     }
-    done[pick] = 1;
+    std::pop_heap(heap.begin(), heap.end(), greater);
+    const auto pick = static_cast<std::size_t>(heap.back() & 0xffffffffu);
+    heap.pop_back();
     t = std::max(t, bs[pick].ready) + busy[pick] + launches[pick] * round;
   }
   return {std::max(p.forward + p.backward, t), ps_any};
