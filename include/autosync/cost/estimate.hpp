@@ -146,7 +146,7 @@ struct evaluation {
 [[nodiscard]] constexpr evaluation evaluate(const model_spec& m, const cluster_spec& c, const strategy_desc& s, const options& opt = {},
                                             bool with_buckets = false) {
   evaluation e{make_context(m, c), {}, {}, {}};
-  expand_into(e.ws.items, m, c, s, e.ctx.position, e.ctx.name_hash);
+  expand_into(e.ws.items, m, c, s, e.ctx.position);
   e.p = detail::run(m, e.ctx, s, opt, e.ws, with_buckets ? &e.buckets : nullptr);
   return e;
 }
@@ -162,10 +162,11 @@ struct evaluation {
 
 class evaluator {
  public:
-  evaluator(const model_spec& m, const cluster_spec& c) : model_(&m), cluster_(&c), ctx_(make_context(m, c)) {}
+  evaluator(const model_spec& m, const cluster_spec& c)
+      : model_(&m), cluster_(&c), ctx_(make_context(m, c)), name_hash_(tensor_name_hashes(m)) {}
 
   [[nodiscard]] prediction operator()(const strategy_desc& s, const options& opt = {}) const {
-    expand_into(ws_.items, *model_, *cluster_, s, ctx_.position, ctx_.name_hash);
+    expand_into(ws_.items, *model_, *cluster_, s, ctx_.position, name_hash_);
     return detail::run(*model_, ctx_, s, opt, ws_, nullptr);
   }
   [[nodiscard]] const fabric& fab() const noexcept { return ctx_.fab; }
@@ -175,6 +176,7 @@ class evaluator {
   const model_spec* model_;
   const cluster_spec* cluster_;
   context ctx_;
+  std::vector<std::uint64_t> name_hash_;  // tensor_name_hashes(model): hashed placement's keys, once per model
   mutable workspace ws_;
 };
 

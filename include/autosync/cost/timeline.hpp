@@ -60,7 +60,6 @@ struct context {
   std::vector<std::uint32_t> order;       // backward order: the tensor at each ready position
   std::vector<double> ready_at;           // absolute ready time of each ready position
   std::vector<std::uint32_t> position;    // per tensor: its ready position
-  std::vector<std::uint64_t> name_hash;   // per tensor: placement_name_hash of its name (items.hpp)
   // PS NIC occupancy per byte (step 4, fabric.hpp ps_nic_unit), [0, W) with local replication,
   // [W, 2W) without: ps_unit on worker node k for a server it does not host, ps_host_unit[s]
   // (2 S entries alike) on the node that hosts server s (co-located servers only).
@@ -85,7 +84,6 @@ struct context {
     x.ready_at[k] = t;
   }
   x.backward = t - x.forward + ct.tail;
-  x.name_hash = tensor_name_hashes(m);
   const auto W = x.fab.workers.size(), S = x.fab.servers.size();
   x.ps_unit.assign(2 * W, 0.0);
   x.ps_host_unit.assign(2 * S, 0.0);
