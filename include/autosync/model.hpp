@@ -193,6 +193,10 @@ struct layer {
   bool input_grad = true;            // backward computes the input's gradient: false for a first
                                      // layer whose input needs none, and for elementwise ops whose
                                      // gradient passes through unchanged (adding a constant mask)
+  bool upcast = false;               // elementwise kinds under autocast (bf16 / fp16): the op runs in
+                                     // fp32 because it is on autocast's fp32 list or is fed by one
+                                     // (GPT-2's gelu_new: torch.pow), its input cast up and its
+                                     // output cast down around it
 };
 
 struct tensor {

@@ -41,6 +41,24 @@ convolutions, fp32 matmuls), fp32 (TF32 off), tf32 (TF32 on for both), bf16 / fp
 around the forward pass). The numbers are what tests/common/compute_measurements.hpp holds for a
 device; tests/bench/compute_table.cpp prints them against the compute model.
 
+Other shapes: --batch B (every model) and --seq S (the HuggingFace models, at most 1,024 for GPT-2
+and 512 for BERT); --attention sdpa builds the HuggingFace models with attn_implementation="sdpa"
+(fused attention, transformers' own default) instead of eager. Their lines carry "seq" and
+"attention".
+
+Per op (--by-op; any model): where a pass's device time goes, by the op that launched each kernel
+(the innermost torch op: "aten::mm", "aten::_softmax", ...) and the kernel's name, with calls and
+ms per step over 3 profiled steps after --warmup; one JSON line per pass with the 60 largest pairs:
+
+    python3 tests/bench/compute_measure.py --by-op --models gpt2 --precisions bf16
+
+    {"model": "gpt2", "precision": "bf16", "batch": 4, "seq": 1024, "attention": "eager", "pass": "forward",
+     "busy_ms": 19.34, "linked_ms": 19.342, "ops": [["aten::mm", "<kernel name>", 1, 3.3344], ...],
+     "device": "NVIDIA H200", "torch": "2.11.0", "transformers": "5.17.0"}
+
+(busy_ms: the union of the pass's device operations, as "kernel_forward_ms"; linked_ms: the sum of
+the kernels the profiler linked to an op.)
+
 Per layer (--per-layer; the CNNs only: resnet50/101/152, vgg16):
 
     python3 tests/bench/compute_measure.py --per-layer --models vgg16,resnet50 --out layers.jsonl
@@ -95,6 +113,8 @@ ZOO = ["resnet50", "resnet101", "resnet152", "vgg16", "bert-base", "bert-large",
 PRECISIONS = ["pytorch-fp32", "fp32", "tf32", "bf16", "fp16"]
 GPT2 = {"gpt2": (12, 768), "gpt2-medium": (24, 1024), "gpt2-large": (36, 1280), "gpt2-xl": (48, 1600)}
 BERT = {"bert-base": (12, 768), "bert-large": (24, 1024)}
+ATTENTION = ["eager"]  # --attention
+SHAPE = {"batch": 0, "seq": 0}  # --batch, --seq (0: the zoo's default)
 
 
 def build(name, device):
@@ -103,7 +123,7 @@ def build(name, device):
         import torchvision
         with torch.device(device):
             module = getattr(torchvision.models, name)()
-        batch = 32
+        batch = SHAPE["batch"] or 32
         images = torch.randn(batch, 3, 224, 224, device=device)
         labels = torch.randint(0, 1000, (batch,), device=device)
         return module, batch, lambda m: torch.nn.functional.cross_entropy(m(images).float(), labels)
@@ -112,10 +132,10 @@ def build(name, device):
         layers, hidden = BERT[name]
         cfg = transformers.BertConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=hidden // 64,
                                       intermediate_size=4 * hidden)
-        cfg._attn_implementation = "eager"
+        cfg._attn_implementation = ATTENTION[0]
         with torch.device(device):
             module = transformers.BertModel(cfg)
-        batch, seq = 8, 512
+        batch, seq = SHAPE["batch"] or 8, SHAPE["seq"] or 512
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
 
         def loss(m):
@@ -126,10 +146,10 @@ def build(name, device):
         layers, hidden = GPT2[name]
         cfg = transformers.GPT2Config(n_embd=hidden, n_layer=layers, n_head=hidden // 64, n_positions=1024,
                                       )
-        cfg._attn_implementation = "eager"
+        cfg._attn_implementation = ATTENTION[0]
         with torch.device(device):
             module = transformers.GPT2LMHeadModel(cfg)
-        batch, seq = 4, 1024
+        batch, seq = SHAPE["batch"] or 4, SHAPE["seq"] or 1024
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
         return module, batch, lambda m: m(input_ids=ids, labels=ids).loss
     raise SystemExit(f"--models: unknown or unmeasured model '{name}' (valid: {', '.join(ZOO)})")
@@ -204,6 +224,80 @@ def kernel_times(module, loss_of, dtype, count):
         fwd.append(f)
         bwd.append(b)
     return statistics.median(fwd), statistics.median(bwd), nf, nb
+
+
+# ---- per op (--by-op) ---------------------------------------------------------------------------
+
+def measure_ops(name, precision, warmup, count=3, top=60):
+    """One line per pass of a model and precision: where its device time goes, by the op that
+    launched each kernel (the innermost torch op, "aten::mm", "aten::_softmax", ...) and the
+    kernel's name, calls and ms per step, over `count` profiled steps; the largest `top`."""
+    from torch.profiler import ProfilerActivity, profile
+    set_precision(precision)
+    module, batch, loss_of = build(name, "cuda")
+    module.train()
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    steps_run = count
+    steps(module, loss_of, dtype, warmup, 0)
+    tables = {"forward": {}, "backward": {}}
+    busy = {"forward": [], "backward": []}
+    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def collect(prof, table):
+        spans = []
+        for e in prof.events():
+            if e.device_type != torch.autograd.DeviceType.CPU:
+                spans.append((e.time_range.start, e.time_range.end))
+            elif e.kernels and not e.name.startswith("cu"):
+                for k in e.kernels:
+                    slot = table.setdefault((e.name, k.name[:90]), [0, 0.0])
+                    slot[0] += 1
+                    slot[1] += k.duration / 1e3
+        return union_us(spans) / 1e3
+
+    for _ in range(steps_run):
+        for p in module.parameters():
+            p.grad = None
+        torch.cuda.synchronize()
+        with profile(activities=acts) as pf:
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                loss = loss_of(module)
+            torch.cuda.synchronize()
+        with profile(activities=acts) as pb:
+            loss.backward()
+            torch.cuda.synchronize()
+        busy["forward"].append(collect(pf, tables["forward"]))
+        busy["backward"].append(collect(pb, tables["backward"]))
+    rows = []
+    for p in ("forward", "backward"):
+        t = tables[p]
+        ops = sorted([[op, k, c // steps_run, round(ms / steps_run, 4)] for (op, k), (c, ms) in t.items()],
+                     key=lambda x: -x[3])
+        rows.append({"model": name, "precision": precision, "batch": batch, **_seq(name), "pass": p,
+                     "busy_ms": round(statistics.median(busy[p]), 3),
+                     "linked_ms": round(sum(ms for _, ms in t.values()) / steps_run, 3),
+                     "ops": ops[:top], "device": torch.cuda.get_device_name(),
+                     "torch": torch.__version__.split("+")[0], "transformers": _version("transformers")})
+    del module
+    torch.cuda.empty_cache()
+    return rows
+
+
+def _seq(name):
+    """{"seq": the sequence length, "attention": the attn_implementation} of a HuggingFace model,
+    {} of a CNN."""
+    if name in BERT:
+        return {"seq": SHAPE["seq"] or 512, "attention": ATTENTION[0]}
+    if name in GPT2:
+        return {"seq": SHAPE["seq"] or 1024, "attention": ATTENTION[0]}
+    return {}
+
+
+def _version(package):
+    try:
+        return __import__(package).__version__
+    except Exception:
+        return None
 
 
 # ---- per layer (--per-layer) -------------------------------------------------------------------
@@ -469,7 +563,7 @@ def measure(name, precision, warmup, iters, device):
     del module
     torch.cuda.empty_cache()
     med = lambda v: round(statistics.median(v), 3)
-    return {"model": name, "precision": precision, "batch": batch, "forward_ms": med(gpu_f), "backward_ms": med(gpu_b),
+    return {"model": name, "precision": precision, "batch": batch, **_seq(name), "forward_ms": med(gpu_f), "backward_ms": med(gpu_b),
             "wall_forward_ms": med(wall_f), "wall_backward_ms": med(wall_b), "queue_ms": round(1e3 * max(queue, queue2), 1),
             "gpu_bound": bool(queue2 * 2.0e9 < cycles),  # false: a step queued longer than the sleep
             **kernels, "device": torch.cuda.get_device_name(), "torch": torch.__version__.split("+")[0]}
@@ -484,9 +578,21 @@ def main():
     ap.add_argument("--out", default=None, help="also append the lines to this file")
     ap.add_argument("--per-layer", action="store_true", help="device time per module (the CNNs; see the top)")
     ap.add_argument("--kernels", action="store_true", help="--per-layer: list each layer's kernels")
+    ap.add_argument("--by-op", action="store_true",
+                    help="device time per launching op and kernel, one line per pass (any model; see the top)")
+    ap.add_argument("--batch", type=int, default=0, help="per-device batch (default: the zoo's, 32 / 8 / 4)")
+    ap.add_argument("--seq", type=int, default=0, help="the HuggingFace models' sequence length (default 512 / 1024)")
+    ap.add_argument("--attention", default="eager", choices=["eager", "sdpa"],
+                    help="the HuggingFace models' attn_implementation (default eager, the zoo's default)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: check --per-layer's bookkeeping without a GPU (CPU op times, batch 2)")
     a = ap.parse_args()
+    ATTENTION[0] = a.attention
+    if a.batch < 0 or a.seq < 0 or a.seq > 1024:
+        sys.exit("--batch must be >= 0 and --seq in 0..1024 (GPT-2 has 1,024 positions, BERT 512)")
+    SHAPE["batch"], SHAPE["seq"] = a.batch, a.seq
+    if a.per_layer and a.by_op:
+        sys.exit("--per-layer and --by-op: one at a time")
     if a.device == "cpu" and not a.per_layer:
         sys.exit("--device cpu: only with --per-layer")
     if a.device == "cuda" and not torch.cuda.is_available():
@@ -500,7 +606,9 @@ def main():
     for name in [m for m in a.models.split(",") if m]:
         for p in precisions:
             try:
-                if a.per_layer:
+                if a.by_op:
+                    rows = measure_ops(name, p, a.warmup)
+                elif a.per_layer:
                     rows = measure_layers(name, p, a.warmup, a.device, a.kernels)
                 else:
                     rows = [measure(name, p, a.warmup, a.iters, "cuda")]

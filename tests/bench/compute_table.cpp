@@ -17,7 +17,14 @@
 using namespace autosync;
 
 int main() {
-  std::printf("%-11s %5s %-15s %-13s %-4s | %21s | %21s | %21s\n", "model", "batch", "device", "precision", "nhwc",
+  // the model column: the zoo name, "@<seq>" at another sequence length, "+sdpa" with SDPA attention
+  auto label = [](const test::compute_measurement& r) {
+    std::string s = r.model;
+    if (r.seq > 0) s += "@" + std::to_string(r.seq);
+    if (r.sdpa) s += "+sdpa";
+    return s;
+  };
+  std::printf("%-16s %5s %-15s %-13s %-4s | %21s | %21s | %21s\n", "model", "batch", "device", "precision", "nhwc",
               "forward ms pred/meas", "backward ms pred/meas", "before fwd/bwd ms");
   std::vector<double> anchor_bwd, held, device_bwd, device_fwd;
   struct priced {
@@ -32,7 +39,7 @@ int main() {
     const auto before = cost::compute(m, device_compute{}, r.preset_flops);
     const double f = c.forward * 1e3, b = c.backward_total() * 1e3;
     if (r.backward_ms > 0 && r.held_out) apart.push_back(priced{&r, f, b});
-    std::printf("%-11s %5lld %-15s %-13s %-4s | ", r.model, static_cast<long long>(m.batch_per_device), r.device,
+    std::printf("%-16s %5lld %-15s %-13s %-4s | ", label(r).c_str(), static_cast<long long>(m.batch_per_device), r.device,
                 std::string(name_of(r.prec)).c_str(), r.channels_last ? "yes" : "no");
     if (r.backward_ms > 0) {
       std::printf("%6.2f / %6.2f (%4.2f) | %6.2f / %6.2f (%4.2f) | %6.2f / %6.2f\n", f, r.forward_ms, f / r.forward_ms, b,
@@ -63,17 +70,18 @@ int main() {
   // a model slower than the anchors' cancels out of the ratio; what is left is how the model
   // carries over from one device to another.
   std::printf("\nthe same stack on two devices: %s over %s, time ratio (predicted / measured)\n", "H200-SXM", "H100-SXM5");
-  std::printf("%-11s %-13s | %21s | %21s\n", "model", "precision", "forward pred/meas", "backward pred/meas");
+  std::printf("%-16s %-13s | %21s | %21s\n", "model", "precision", "forward pred/meas", "backward pred/meas");
   std::vector<double> ratio_err;
   for (const auto& lo : apart) {
     if (std::string(lo.row->device) != "H100-SXM5") continue;
     for (const auto& hi : apart) {
       if (std::string(hi.row->device) != "H200-SXM" || std::string(hi.row->model) != lo.row->model || hi.row->prec != lo.row->prec ||
-          hi.row->batch != lo.row->batch || hi.row->channels_last != lo.row->channels_last)
+          hi.row->batch != lo.row->batch || hi.row->channels_last != lo.row->channels_last || hi.row->seq != lo.row->seq ||
+          hi.row->sdpa != lo.row->sdpa)
         continue;
       const double pf = hi.f / lo.f, mf = hi.row->forward_ms / lo.row->forward_ms;
       const double pb = hi.b / lo.b, mb = hi.row->backward_ms / lo.row->backward_ms;
-      std::printf("%-11s %-13s | %5.3f / %5.3f (%4.2f) | %5.3f / %5.3f (%4.2f)\n", lo.row->model, std::string(name_of(lo.row->prec)).c_str(),
+      std::printf("%-16s %-13s | %5.3f / %5.3f (%4.2f) | %5.3f / %5.3f (%4.2f)\n", label(*lo.row).c_str(), std::string(name_of(lo.row->prec)).c_str(),
                   pf, mf, pf / mf, pb, mb, pb / mb);
       ratio_err.push_back(std::abs(pb / mb - 1.0));
     }

@@ -203,6 +203,98 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
   CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
 }
 
+TEST_CASE("compute: a product whose rows are not 16-byte multiples runs at misaligned_gemm_efficiency on tensor cores") {
+  const auto d = round_device();
+  const double K_ = 1e-6;
+  // 1280 x 1272 x 1280: n = 1272 is a multiple of 8 (aligned for every unit); 1276 only of 4
+  // (aligned for TF32's 4-byte elements, not for bf16's 2-byte ones); 1273 of neither. The three
+  // take the same tiles (ceil(n / 128) = 10), so their math terms are equal when aligned.
+  auto linear = [](std::int64_t n) {
+    layer l;
+    l.kind = layer_kind::linear;
+    l.m = 1280;
+    l.n = n;
+    l.k = 1280;
+    return l;
+  };
+  const double g = 2.0 * 1280.0 * 1280 * 1280 / 50e12;  // 10 x 10 tiles on 10 SMs at fp32's rate
+  const double slow = cost::misaligned_gemm_efficiency;
+  CHECK(slow == doctest::Approx(0.155));
+  for (std::int64_t n : {1272, 1276, 1273}) {
+    CAPTURE(n);
+    // fp32's SIMT kernels have no alignment requirement
+    CHECK(cost::time_of(linear(n), precision::fp32, d).forward == doctest::Approx(K_ + g).epsilon(1e-12));
+    const double tf = n % 4 == 0 ? 1.0 : slow, bf = n % 8 == 0 ? 1.0 : slow;
+    CHECK(cost::time_of(linear(n), precision::tf32, d).forward == doctest::Approx(K_ + g / 2 / tf).epsilon(1e-12));
+    const double cast = K_ + 1280.0 * double(n) * 6 / 1e12;  // autocast's weight cast
+    CHECK(cost::time_of(linear(n), precision::bf16, d).forward == doctest::Approx(K_ + g / 4 / bf + cast).epsilon(1e-12));
+    // all three products of the layer: dX (k = n deep) and dW too
+    const double dx = K_ + g / 4 / bf * double(n) / 1280.0, dw = K_ + g / 4 / bf;
+    CHECK(cost::time_of(linear(n), precision::bf16, d).backward == doctest::Approx(dx + dw + cast).epsilon(1e-12));
+  }
+  // k decides as n does; m (the rows) never
+  layer l = linear(1272);
+  l.k = 1273;
+  CHECK(cost::misaligned_gemm(l.n, l.k, math_unit::bf16, 2.0));
+  CHECK_FALSE(cost::misaligned_gemm(1272, 1280, math_unit::bf16, 2.0));
+  l.k = 1280;
+  l.m = 1273;
+  CHECK(cost::time_of(l, precision::bf16, d).forward == doctest::Approx(cost::time_of(linear(1272), precision::bf16, d).forward).epsilon(0.01));
+  // a batched matmul alike: 10 products of 1024 x 1030 x 512 (n = 1030 is not a multiple of 8),
+  // bound by their math
+  layer mm;
+  mm.kind = layer_kind::matmul;
+  mm.m = 1024;
+  mm.n = 1030;
+  mm.k = 512;
+  mm.count = 10;
+  auto mm_aligned = mm;
+  mm_aligned.n = 1032;  // the same 9 tiles of n per product
+  const auto a = cost::time_of(mm_aligned, precision::bf16, d), b = cost::time_of(mm, precision::bf16, d);
+  CHECK(b.forward - K_ == doctest::Approx((a.forward - K_) / slow).epsilon(1e-9));
+  // a convolution is never slowed: cuDNN pads its channels (a 3-channel stem, k = 3 x 7 x 7)
+  layer c;
+  c.kind = layer_kind::conv;
+  c.m = 1280;
+  c.n = 64;
+  c.k = 147;
+  c.elements = 1280 * 3;
+  c.channels_last = true;
+  layer c8 = c;
+  c8.k = 152;  // the same k tiles: the same math
+  CHECK(cost::time_of(c, precision::bf16, d).forward <= cost::time_of(c8, precision::bf16, d).forward);
+  // the zoo: GPT-2's tied LM head (50,257 words) and NCF's final 16 -> 1 layer are the zoo's
+  // misaligned layers
+  for (auto name : zoo::model_name_list) {
+    const auto m = zoo::make_model(name);
+    for (const auto& x : m.layers) {
+      if (x.kind != layer_kind::linear && x.kind != layer_kind::matmul) continue;
+      CAPTURE(x.name);
+      CHECK(cost::misaligned_gemm(x.n, x.k, math_unit::bf16, 2.0) == (x.name == "lm_head" || x.name == "final"));
+    }
+  }
+}
+
+TEST_CASE("compute: an upcast op runs in fp32 under autocast, its input cast up and its output down") {
+  const auto d = round_device();
+  const std::int64_t E = 1'000'000;
+  const double K = 1e-6;
+  layer gelu = op(layer_kind::activation, E, 8);
+  gelu.upcast = true;
+  // 8 fp32 kernels (r E w E | r 2E w E, 4 bytes) + a cast up (r 2E w 4E) and one down (r 4E w 2E)
+  CHECK(cost::time_of(gelu, precision::bf16, d).forward == doctest::Approx(8 * (K + 8e-6) + 2 * (K + 6e-6)));
+  CHECK(cost::time_of(gelu, precision::bf16, d).backward == doctest::Approx(8 * (K + 12e-6) + 2 * (K + 6e-6)));
+  // without autocast the flag changes nothing
+  CHECK(cost::time_of(gelu, precision::pytorch_fp32, d).forward == cost::time_of(op(layer_kind::activation, E, 8), precision::pytorch_fp32, d).forward);
+  // a pass-through op has no backward kernels, casts included
+  gelu.input_grad = false;
+  CHECK(cost::time_of(gelu, precision::bf16, d).backward == 0.0);
+  // GPT-2's gelu_new is upcast; BERT's GELU (one erf kernel) is not
+  for (const auto& l : zoo::make_model("gpt2").layers)
+    if (l.name.find("mlp.act") != std::string::npos) CHECK(l.upcast);
+  for (const auto& l : zoo::make_model("bert-base").layers) CHECK_FALSE(l.upcast);
+}
+
 TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alone, a measured profile") {
   const auto d = round_device();
   model_spec m;

@@ -28,7 +28,8 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.kind == y.kind);
     CHECK(x.tensor == y.tensor);
     CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.elements == y.elements && x.outputs == y.outputs));
-    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.channels_last == y.channels_last));
+    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.channels_last == y.channels_last &&
+           x.upcast == y.upcast));
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].ready_time == b.tensors[i].ready_time);
 }
@@ -49,7 +50,11 @@ TEST_CASE("json: layers, precision and the device roofline round-trip and predic
     INFO(name);
     auto m = zoo::make_model(name);
     m.training_precision = precision::bf16;
-    const auto back = io::parse_model(io::to_json_text(m));
+    const auto text = io::to_json_text(m);
+    // GPT-2's gelu_new is the zoo's one upcast op: written only where it is set
+    CHECK((text.find("\"upcast\": true") != std::string::npos) == (std::string(name) == "gpt2"));
+    CHECK(text.find("\"upcast\": false") == std::string::npos);
+    const auto back = io::parse_model(text);
     check_same_layers(back, m);
     const auto c = zoo::dgx_h100(2);
     const auto cb = io::parse_cluster(io::to_json_text(c));

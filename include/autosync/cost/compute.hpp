@@ -55,7 +55,8 @@
 //   add          1: r 2E, w E                        1: r 2E, w E (the gradients meeting at the fork)
 //   scale, copy  1: r E, w E                         1: r E, w E
 //   dropout      1: r E, w E + E mask bytes          1: r E + E mask bytes, w E
-//   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel)
+//   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel; `upcast` under
+//   autocast: 4-byte elements, and 2 casts more each way, r 2E w 4E and r 4E w 2E)
 //   softmax      1: r E, w E                         1: r 2E (y, dy), w E
 //   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
@@ -68,6 +69,8 @@
 //   loss         2: log-softmax r E, w E; NLL        3: zero the gradient w E; NLL scatter
 //                   (one value per row: the floor)      (the floor); log-softmax backward r 2E, w E
 //   linear       1 GEMM (bias in the epilogue)       dX GEMM (input_grad), dW GEMM, bias: r rows x out
+//                (out or in features not a multiple of 16 bytes on a tensor-core unit: the three
+//                products at misaligned_gemm_efficiency of the rate; a batched matmul alike)
 //   conv         1 implicit GEMM                     dgrad (input_grad) + wgrad, bias: r M x Cout
 //                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
 //                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
@@ -127,6 +130,27 @@ enum class math_unit : std::uint8_t { fp32, tf32, bf16, fp16 };
 
 inline constexpr std::int64_t gemm_tile = 128;  // cuBLAS's typical output tile (see the top)
 
+// A tensor-core GEMM whose operands' rows are not a multiple of 16 bytes long runs on cuBLAS's
+// kernels with narrow (2- or 4-byte) loads (NVIDIA, "Matrix Multiplication Background User's
+// Guide", 2.2 Tensor Core Requirements: M, N, K multiples of 16 bytes perform better). A linear
+// layer's three products (Y = X W^T, dX = dY W, dW = dY^T X) have leading dimensions n and k (out
+// and in features), never m, so n or k decides; a batched matmul alike. The rate such a product
+// reaches, as a fraction of the aligned one: measured by tests/bench/compute_measure.py --by-op on
+// one H200 (PyTorch 2.11, cuBLAS's sm75-generation align1 kernels were picked), GPT-2's tied LM head
+// in bf16 (4,096 x 50,257 x 768): forward 94.8, input gradient 132.5, weight gradient 145.0
+// TFLOP/s, that is 0.120, 0.167 and 0.183 of the aligned rate (989.5 x 0.801). Their geometric
+// mean is taken for every device and 16-bit or TF32 unit (fp32's SIMT kernels have no such
+// requirement); the H100 rows, measured on the same software, are the check that it carries over.
+inline constexpr double misaligned_gemm_efficiency = 0.155;
+
+// Whether a linear layer's or batched matmul's products run misaligned on `unit` (operands of
+// `bytes` per element): n or k not a multiple of 16 bytes, on a tensor-core unit.
+[[nodiscard]] constexpr bool misaligned_gemm(std::int64_t n, std::int64_t k, math_unit unit, double bytes) noexcept {
+  if (unit == math_unit::fp32) return false;
+  const std::int64_t align = bytes >= 4.0 ? 4 : 8;  // elements in 16 bytes
+  return n % align != 0 || k % align != 0;
+}
+
 // Time of kernels of a device: the roofline and the floor.
 struct roofline {
   const device_compute* device = nullptr;
@@ -140,9 +164,10 @@ struct roofline {
   // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
   // `moved` > 0 replaces the bytes of the operands and the output (an implicit-GEMM convolution
   // reads its input once, not the m x k im2col matrix).
+  // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency).
   [[nodiscard]] constexpr double gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t count, math_unit unit,
-                                      double in_bytes, double out_bytes, double moved = 0.0) const noexcept {
-    const double rate = peak(*device, unit) * device->matmul_efficiency;
+                                      double in_bytes, double out_bytes, double moved = 0.0, bool misaligned = false) const noexcept {
+    const double rate = peak(*device, unit) * device->matmul_efficiency * (misaligned ? misaligned_gemm_efficiency : 1.0);
     const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
                  dc = static_cast<double>(count);
     const double bytes = moved > 0.0 ? moved : dc * ((dm * dk + dk * dn) * in_bytes + dm * dn * out_bytes);
@@ -192,11 +217,13 @@ struct layer_time {
       const double x = l.kind == layer_kind::conv && l.elements > 0 ? static_cast<double>(l.elements)
                                                                     : static_cast<double>(l.m) * static_cast<double>(l.k);
       const bool conv = l.kind == layer_kind::conv;
-      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0);
+      // cuDNN pads a convolution's channels itself (its NHWC transposes): only linear layers
+      const bool slow = !conv && misaligned_gemm(l.n, l.k, u, in);
+      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
       if (l.input_grad)  // dX = dY W
-        t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0);
+        t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
       t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
-                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0);
+                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow);
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
       if (conv && !l.channels_last && u != math_unit::fp32) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
@@ -214,9 +241,10 @@ struct layer_time {
     case layer_kind::matmul: {
       const math_unit u = unit_of(p, l.kind);
       const double in = mixed ? 2.0 : 4.0;
-      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in);
-      if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in);  // dA = dC B^T
-      t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in);                     // dB = A^T dC
+      const bool slow = misaligned_gemm(l.n, l.k, u, in);
+      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, 0.0, slow);
+      if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, 0.0, slow);  // dA = dC B^T
+      t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in, 0.0, slow);                     // dB = A^T dC
       break;
     }
     case layer_kind::attention: {
@@ -248,8 +276,14 @@ struct layer_time {
       if (l.kind == layer_kind::add) fr = br = 2.0;                   // two inputs; two gradients meet
       if (l.kind == layer_kind::dropout) mask = 1.0;                  // the 1-byte mask, written, then read
       const double kernels = static_cast<double>(l.count);
-      t.forward = kernels * r.memory((fr + fw) * E * b + mask * E);
-      if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * b + mask * E);
+      const bool up = mixed && l.upcast;  // fp32 kernels, the input cast up and the output down
+      const double eb = up ? 4.0 : b;
+      t.forward = kernels * r.memory((fr + fw) * E * eb + mask * E);
+      if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * eb + mask * E);
+      if (up) {
+        t.forward += 2.0 * r.memory(6.0 * E);
+        if (l.input_grad) t.backward += 2.0 * r.memory(6.0 * E);
+      }
       break;
     }
     case layer_kind::softmax:

@@ -100,12 +100,14 @@ class builder {
 
   // A weightless memory-bound op over `elements` (its FLOPs are not counted: see zoo/models.hpp).
   // `kernels`: how many elementwise kernels it runs as; `input_grad` false: its gradient passes
-  // through unchanged (no backward kernel).
-  void op(layer_kind kind, std::string_view name, std::int64_t elements, std::int64_t kernels = 1, bool input_grad = true) {
+  // through unchanged (no backward kernel); `upcast`: autocast runs it in fp32 (model.hpp).
+  void op(layer_kind kind, std::string_view name, std::int64_t elements, std::int64_t kernels = 1, bool input_grad = true,
+          bool upcast = false) {
     layer l = make(name, kind);
     l.elements = elements;
     l.count = kernels;
     l.input_grad = input_grad;
+    l.upcast = upcast;
     m_.layers.push_back(std::move(l));
   }
   void pool(layer_kind kind, std::string_view name, std::int64_t inputs, std::int64_t outputs) {

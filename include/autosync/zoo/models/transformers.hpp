@@ -4,10 +4,10 @@
 // implementation (attn_implementation="eager"): the scores are a (batch x heads) x seq x seq
 // tensor that is scaled, masked, soft-maxed and dropped out in memory. With `sdpa` true it is
 // torch.nn.functional.scaled_dot_product_attention instead (attn_implementation="sdpa": one fused
-// FlashAttention or memory-efficient kernel; the scores never reach memory). Measured on an H100
-// (README, "Compute"), GPT-2's forward time is that of eager attention — the fused kernel would
-// leave most of it unexplained — so eager is the zoo's default. Per layer, T tokens, hidden H,
-// A = H / 64 heads, E = batch x A x seq^2 score elements, eager:
+// FlashAttention or memory-efficient kernel; the scores never reach memory). Eager is the zoo's
+// default, what tests/bench/compute_measure.py measures (README, "Compute": SDPA is transformers'
+// own default, and the anchor rows' GPT-2 times match it). Per layer, T tokens, hidden H, A = H / 64
+// heads, E = batch x A x seq^2 score elements, eager:
 //
 //   BERT  query, key, value (T x H -> H) | q, k^T contiguous (copy 2 T H) | QK^T (A batch, seq x seq
 //         x 64) | / sqrt(64) (E) | + mask (E, gradient passes through) | softmax (E) | dropout (E) |
@@ -17,7 +17,10 @@
 //   GPT-2 ln_1 | c_attn (H -> 3H) | q, k^T contiguous | QK^T | / sqrt(64) | causal where (E) |
 //         softmax | dropout | v contiguous | AV | merge heads | c_proj | dropout | + residual |
 //         ln_2 | c_fc (H -> 4H) | gelu_new (4 T H: the tanh formula written in Python, 8
-//         elementwise kernels) | mlp.c_proj | dropout | + residual
+//         elementwise kernels; under autocast they run in fp32, since torch.pow is on autocast's
+//         fp32 list and its fp32 result promotes the rest) | mlp.c_proj | dropout | + residual |
+//         ... | ln_f | LM head (H -> 50,257: the vocabulary is odd, so its three products run on
+//         cuBLAS's misaligned kernels under tf32/bf16/fp16, cost/compute.hpp)
 //
 // SDPA replaces everything from "q, k^T contiguous" to "AV" by one fused attention layer (the
 // head split is a view; merge heads is still a copy).
@@ -140,7 +143,7 @@ inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hid
     b.op(layer_kind::add, p + "attn.residual", tokens * h);
     b.norm(p + "ln_2", h, tokens * h, false);
     b.linear(p + "mlp.c_fc", h, 4 * h, tokens, true);
-    b.op(layer_kind::activation, p + "mlp.act", tokens * 4 * h, 8);
+    b.op(layer_kind::activation, p + "mlp.act", tokens * 4 * h, 8, true, true);  // pow: fp32 under autocast
     b.linear(p + "mlp.c_proj", 4 * h, h, tokens, true);
     b.op(layer_kind::dropout, p + "mlp.dropout", tokens * h);
     b.op(layer_kind::add, p + "mlp.residual", tokens * h);
