@@ -232,6 +232,9 @@ TEST_CASE("compute: a product whose rows are not 16-byte multiples runs at misal
     const double dx = K_ + g / 4 / bf * double(n) / 1280.0, dw = K_ + g / 4 / bf;
     CHECK(cost::time_of(linear(n), precision::bf16, d).backward == doctest::Approx(dx + dw + cast).epsilon(1e-12));
   }
+  // a device without the unit runs fp32's kernels: no alignment requirement (round_device has
+  // no fp16 unit)
+  CHECK(cost::time_of(linear(1273), precision::fp16, d).forward == doctest::Approx(K_ + g + 1280.0 * 1273 * 6 / 1e12 + K_).epsilon(1e-12));
   // k decides as n does; m (the rows) never
   layer l = linear(1272);
   l.k = 1273;

@@ -122,6 +122,17 @@ enum class math_unit : std::uint8_t { fp32, tf32, bf16, fp16 };
   return d.fp32;
 }
 
+// Whether the device has `u` as a tensor-core unit of its own (fp32 never: SIMT kernels).
+[[nodiscard]] constexpr bool tensor_unit(const device_compute& d, math_unit u) noexcept {
+  switch (u) {
+    case math_unit::fp32: return false;
+    case math_unit::tf32: return d.tf32 > 0.0;
+    case math_unit::bf16: return d.bf16 > 0.0;
+    case math_unit::fp16: return d.fp16 > 0.0;
+  }
+  return false;
+}
+
 // Bytes of one activation element of a layer kind at a precision (autocast's fp32 list: 4).
 [[nodiscard]] constexpr double activation_bytes(precision p, layer_kind k) noexcept {
   if (!autocast(p)) return 4.0;
@@ -164,10 +175,13 @@ struct roofline {
   // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
   // `moved` > 0 replaces the bytes of the operands and the output (an implicit-GEMM convolution
   // reads its input once, not the m x k im2col matrix).
-  // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency).
+  // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency; not
+  // where the unit falls back to fp32).
   [[nodiscard]] constexpr double gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t count, math_unit unit,
                                       double in_bytes, double out_bytes, double moved = 0.0, bool misaligned = false) const noexcept {
-    const double rate = peak(*device, unit) * device->matmul_efficiency * (misaligned ? misaligned_gemm_efficiency : 1.0);
+    // a unit the device lacks falls back to fp32's SIMT kernels, which need no alignment
+    const bool slow = misaligned && tensor_unit(*device, unit);
+    const double rate = peak(*device, unit) * device->matmul_efficiency * (slow ? misaligned_gemm_efficiency : 1.0);
     const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
                  dc = static_cast<double>(count);
     const double bytes = moved > 0.0 ? moved : dc * ((dm * dk + dk * dn) * in_bytes + dm * dn * out_bytes);
