@@ -136,6 +136,8 @@ def build(name, device):
         with torch.device(device):
             module = transformers.BertModel(cfg)
         batch, seq = SHAPE["batch"] or 8, SHAPE["seq"] or 512
+        if seq > 512:
+            raise SystemExit(f"--seq: BERT has 512 positions, got {seq}")
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
 
         def loss(m):
@@ -237,7 +239,6 @@ def measure_ops(name, precision, warmup, count=3, top=60):
     module, batch, loss_of = build(name, "cuda")
     module.train()
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    steps_run = count
     steps(module, loss_of, dtype, warmup, 0)
     tables = {"forward": {}, "backward": {}}
     busy = {"forward": [], "backward": []}
@@ -255,7 +256,7 @@ def measure_ops(name, precision, warmup, count=3, top=60):
                     slot[1] += k.duration / 1e3
         return union_us(spans) / 1e3
 
-    for _ in range(steps_run):
+    for _ in range(count):
         for p in module.parameters():
             p.grad = None
         torch.cuda.synchronize()
@@ -271,11 +272,11 @@ def measure_ops(name, precision, warmup, count=3, top=60):
     rows = []
     for p in ("forward", "backward"):
         t = tables[p]
-        ops = sorted([[op, k, c // steps_run, round(ms / steps_run, 4)] for (op, k), (c, ms) in t.items()],
+        ops = sorted([[op, k, c // count, round(ms / count, 4)] for (op, k), (c, ms) in t.items()],
                      key=lambda x: -x[3])
         rows.append({"model": name, "precision": precision, "batch": batch, **_seq(name), "pass": p,
                      "busy_ms": round(statistics.median(busy[p]), 3),
-                     "linked_ms": round(sum(ms for _, ms in t.values()) / steps_run, 3),
+                     "linked_ms": round(sum(ms for _, ms in t.values()) / count, 3),
                      "ops": ops[:top], "device": torch.cuda.get_device_name(),
                      "torch": torch.__version__.split("+")[0], "transformers": _version("transformers")})
     del module
@@ -468,7 +469,7 @@ def measure_layers(name, precision, warmup, device, kernels=False, steps=3):
     if device == "cuda":
         set_precision(precision)
     module = getattr(torchvision.models, name)().to(device)
-    batch = 32 if device == "cuda" else 2
+    batch = (SHAPE["batch"] or 32) if device == "cuda" else 2
     images = torch.randn(batch, 3, 224, 224, device=device)
     loss = _Loss(torch.randint(0, 1000, (batch,), device=device))
     for m in module.modules():
