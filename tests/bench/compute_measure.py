@@ -199,11 +199,29 @@ def union_us(spans):
     return total
 
 
+def profiled_steps(module, loss_of, dtype, count, activities):
+    """`count` steps, forward and backward each under its own torch.profiler (of `activities`),
+    the gradients dropped before each: yields the forward's and the backward's profile."""
+    from torch.profiler import profile
+    for _ in range(count):
+        for p in module.parameters():
+            p.grad = None
+        torch.cuda.synchronize()
+        with profile(activities=activities) as pf:
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                loss = loss_of(module)
+            torch.cuda.synchronize()
+        with profile(activities=activities) as pb:
+            loss.backward()
+            torch.cuda.synchronize()
+        yield pf, pb
+
+
 def kernel_times(module, loss_of, dtype, count):
     """The device's own time of forward and backward: torch.profiler's CUDA kernels (and copies,
     fills) of each, the union of their intervals, medians of `count` steps; and the number of
     device operations. Needs no idle GPU: launch gaps are not counted."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     def busy(prof):
         spans = [(e.time_range.start, e.time_range.end) for e in prof.events()
@@ -211,17 +229,7 @@ def kernel_times(module, loss_of, dtype, count):
         return union_us(spans) / 1e3, len(spans)
 
     fwd, bwd, nf, nb = [], [], 0, 0
-    for _ in range(count):
-        for p in module.parameters():
-            p.grad = None
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as pf:
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-                loss = loss_of(module)
-            torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as pb:
-            loss.backward()
-            torch.cuda.synchronize()
+    for pf, pb in profiled_steps(module, loss_of, dtype, count, [ProfilerActivity.CUDA]):
         (f, nf), (b, nb) = busy(pf), busy(pb)
         fwd.append(f)
         bwd.append(b)
@@ -234,7 +242,7 @@ def measure_ops(name, precision, warmup, count=3, top=60):
     """One line per pass of a model and precision: where its device time goes, by the op that
     launched each kernel (the innermost torch op, "aten::mm", "aten::_softmax", ...) and the
     kernel's name, calls and ms per step, over `count` profiled steps; the largest `top`."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
     set_precision(precision)
     module, batch, loss_of = build(name, "cuda")
     module.train()
@@ -242,7 +250,6 @@ def measure_ops(name, precision, warmup, count=3, top=60):
     steps(module, loss_of, dtype, warmup, 0)
     tables = {"forward": {}, "backward": {}}
     busy = {"forward": [], "backward": []}
-    acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
     def collect(prof, table):
         spans = []
@@ -256,17 +263,7 @@ def measure_ops(name, precision, warmup, count=3, top=60):
                     slot[1] += k.duration / 1e3
         return union_us(spans) / 1e3
 
-    for _ in range(count):
-        for p in module.parameters():
-            p.grad = None
-        torch.cuda.synchronize()
-        with profile(activities=acts) as pf:
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-                loss = loss_of(module)
-            torch.cuda.synchronize()
-        with profile(activities=acts) as pb:
-            loss.backward()
-            torch.cuda.synchronize()
+    for pf, pb in profiled_steps(module, loss_of, dtype, count, [ProfilerActivity.CPU, ProfilerActivity.CUDA]):
         busy["forward"].append(collect(pf, tables["forward"]))
         busy["backward"].append(collect(pb, tables["backward"]))
     rows = []
@@ -274,7 +271,7 @@ def measure_ops(name, precision, warmup, count=3, top=60):
         t = tables[p]
         ops = sorted([[op, k, c // count, round(ms / count, 4)] for (op, k), (c, ms) in t.items()],
                      key=lambda x: -x[3])
-        rows.append({"model": name, "precision": precision, "batch": batch, **_seq(name), "pass": p,
+        rows.append({"model": name, "precision": precision, "batch": batch, **_hf_shape(name), "pass": p,
                      "busy_ms": round(statistics.median(busy[p]), 3),
                      "linked_ms": round(sum(ms for _, ms in t.values()) / count, 3),
                      "ops": ops[:top], "device": torch.cuda.get_device_name(),
@@ -284,7 +281,7 @@ def measure_ops(name, precision, warmup, count=3, top=60):
     return rows
 
 
-def _seq(name):
+def _hf_shape(name):
     """{"seq": the sequence length, "attention": the attn_implementation} of a HuggingFace model,
     {} of a CNN."""
     if name in BERT:
@@ -564,7 +561,7 @@ def measure(name, precision, warmup, iters, device):
     del module
     torch.cuda.empty_cache()
     med = lambda v: round(statistics.median(v), 3)
-    return {"model": name, "precision": precision, "batch": batch, **_seq(name), "forward_ms": med(gpu_f), "backward_ms": med(gpu_b),
+    return {"model": name, "precision": precision, "batch": batch, **_hf_shape(name), "forward_ms": med(gpu_f), "backward_ms": med(gpu_b),
             "wall_forward_ms": med(wall_f), "wall_backward_ms": med(wall_b), "queue_ms": round(1e3 * max(queue, queue2), 1),
             "gpu_bound": bool(queue2 * 2.0e9 < cycles),  # false: a step queued longer than the sleep
             **kernels, "device": torch.cuda.get_device_name(), "torch": torch.__version__.split("+")[0]}

@@ -154,10 +154,10 @@ inline constexpr std::int64_t gemm_tile = 128;  // cuBLAS's typical output tile 
 // requirement); the H100 rows, measured on the same software, are the check that it carries over.
 inline constexpr double misaligned_gemm_efficiency = 0.155;
 
-// Whether a linear layer's or batched matmul's products run misaligned on `unit` (operands of
-// `bytes` per element): n or k not a multiple of 16 bytes, on a tensor-core unit.
-[[nodiscard]] constexpr bool misaligned_gemm(std::int64_t n, std::int64_t k, math_unit unit, double bytes) noexcept {
-  if (unit == math_unit::fp32) return false;
+// Whether a linear layer's or batched matmul's operand rows (n or k elements of `bytes` each)
+// are not a multiple of 16 bytes; roofline::gemm slows such a product where it runs on a
+// tensor-core unit (`tensor_unit`).
+[[nodiscard]] constexpr bool misaligned_gemm(std::int64_t n, std::int64_t k, double bytes) noexcept {
   const std::int64_t align = bytes >= 4.0 ? 4 : 8;  // elements in 16 bytes
   return n % align != 0 || k % align != 0;
 }
@@ -175,8 +175,8 @@ struct roofline {
   // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
   // `moved` > 0 replaces the bytes of the operands and the output (an implicit-GEMM convolution
   // reads its input once, not the m x k im2col matrix).
-  // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency; not
-  // where the unit falls back to fp32).
+  // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency, on
+  // a tensor-core unit of the device's; fp32, and a missing unit's fallback to it, are not slowed).
   [[nodiscard]] constexpr double gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t count, math_unit unit,
                                       double in_bytes, double out_bytes, double moved = 0.0, bool misaligned = false) const noexcept {
     // a unit the device lacks falls back to fp32's SIMT kernels, which need no alignment
@@ -232,7 +232,7 @@ struct layer_time {
                                                                     : static_cast<double>(l.m) * static_cast<double>(l.k);
       const bool conv = l.kind == layer_kind::conv;
       // cuDNN pads a convolution's channels itself (its NHWC transposes): only linear layers
-      const bool slow = !conv && misaligned_gemm(l.n, l.k, u, in);
+      const bool slow = !conv && misaligned_gemm(l.n, l.k, in);
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
       if (l.input_grad)  // dX = dY W
         t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
@@ -255,7 +255,7 @@ struct layer_time {
     case layer_kind::matmul: {
       const math_unit u = unit_of(p, l.kind);
       const double in = mixed ? 2.0 : 4.0;
-      const bool slow = misaligned_gemm(l.n, l.k, u, in);
+      const bool slow = misaligned_gemm(l.n, l.k, in);
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, 0.0, slow);
       if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, 0.0, slow);  // dA = dC B^T
       t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in, 0.0, slow);                     // dB = A^T dC
