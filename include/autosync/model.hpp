@@ -46,6 +46,11 @@ inline constexpr dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16, dtyp
   return 4;
 }
 
+// A floating-point element type: what lossy compressors shrink and what gradient scaling applies to.
+[[nodiscard]] constexpr bool is_floating(dtype t) noexcept {
+  return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+}
+
 [[nodiscard]] constexpr std::string_view name_of(dtype t) noexcept {
   switch (t) {
     case dtype::f32: return "f32";

@@ -74,7 +74,7 @@ struct narrow_codec {
   static constexpr bool compresses = true;
   static constexpr dtype wire = W;
   [[nodiscard]] static constexpr std::optional<dtype> wire_dtype(dtype t) noexcept {
-    const bool floating = t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+    const bool floating = is_floating(t);
     if (!floating || !(C::wire_bytes_per_element < static_cast<double>(size_of(t)))) return std::nullopt;
     return W;
   }

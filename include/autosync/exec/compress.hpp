@@ -167,7 +167,7 @@ using bf16_format = detail::narrow_format<8, 7>;
 // travels as it is (compressor none, a non-floating dtype, or a dtype no larger than the wire
 // format — the rule of strategy/items.hpp wire_bytes_of).
 [[nodiscard]] constexpr std::optional<dtype> wire_dtype(compression_id c, dtype t) noexcept {
-  const bool floating = t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
+  const bool floating = is_floating(t);
   const auto info = find_compression(c);
   if (!info || !floating || !(info->wire_bytes_per_element > 0.0) || !(info->wire_bytes_per_element < size_of(t)))
     return std::nullopt;

@@ -89,7 +89,7 @@ class searcher {
     const auto& t = m_.tensors[sp_.dense()[dense_pos]];
     const auto info = find_compression(id);
     const double es = size_of(t.type);
-    const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
+    const bool floating = is_floating(t.type);
     if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < es)
       return dense_bytes_[dense_pos] / es * info->wire_bytes_per_element;
     return dense_bytes_[dense_pos];

@@ -49,7 +49,7 @@ struct sync_item {
 // per element (0: none): `per` for a floating tensor it shrinks, else the element's own size.
 [[nodiscard]] constexpr double wire_per_element_at(dtype type, double per) noexcept {
   const double esize = size_of(type);
-  const bool floating = type == dtype::f32 || type == dtype::f64 || type == dtype::f16 || type == dtype::bf16;
+  const bool floating = is_floating(type);
   return floating && per > 0.0 && per < esize ? per : esize;
 }
 
@@ -102,7 +102,7 @@ struct codec_cost {
       if (e->flops_per_element) flops += e->flops_per_element(g.compression.params) * static_cast<double>(elements);
     }
   } else if (const auto info = find_compression(g.compression.id)) {  // a built-in compressor after the extension stages
-    const bool floating = t.type == dtype::f32 || t.type == dtype::f64 || t.type == dtype::f16 || t.type == dtype::bf16;
+    const bool floating = is_floating(t.type);
     if (floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < size_of(t.type))
       bytes *= info->wire_bytes_per_element / size_of(t.type);
   }

@@ -123,7 +123,6 @@ cudaError_t launch_scale(TS* buf, std::int64_t n, F f, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-inline bool floating(dtype t) { return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16; }
 inline ew::wire16 wire_of(dtype t) { return t == dtype::bf16 ? ew::wire16::bf16 : ew::wire16::f16; }
 
 template <class Op>
@@ -167,7 +166,7 @@ cudaError_t unpack_average_as(const bucket_args& a, cudaStream_t st) {
 }
 inline cudaError_t unpack(const bucket_args& a, cudaStream_t st) {
   if (a.n == 0) return cudaSuccess;
-  if (a.factor != 1.0 && floating(a.type)) {
+  if (a.factor != 1.0 && is_floating(a.type)) {
     switch (a.type) {
       case dtype::f32: return unpack_average_as<float>(a, st);
       case dtype::f64: return unpack_average_as<double>(a, st);
@@ -218,7 +217,7 @@ inline cudaError_t decode_unpack(const bucket_args& a, cudaStream_t st) {
 }
 
 inline cudaError_t scale(void* buf, std::int64_t n, dtype t, double factor, cudaStream_t st) {
-  if (n == 0 || !floating(t)) return cudaSuccess;
+  if (n == 0 || !is_floating(t)) return cudaSuccess;
   switch (t) {
     case dtype::f32: return launch_scale(static_cast<std::uint32_t*>(buf), n, ew::average_f32_bits{factor}, st);
     case dtype::f64: return launch_scale(static_cast<std::uint64_t*>(buf), n, ew::average_f64_bits{factor}, st);
