@@ -193,8 +193,9 @@ struct layer {
   std::int64_t outputs = 0;          // pooling: output elements
   bool bias = false;                 // linear / conv: a bias is added (its gradient is a reduction)
   bool causal = false;               // attention: a causal mask (the kernel skips the masked half)
-  bool channels_last = false;        // conv: the network runs NHWC (torch.channels_last): no layout
-                                     // transposes around tensor-core convolutions
+  bool channels_last = false;        // conv, max_pool: the network runs NHWC (torch.channels_last):
+                                     // no layout transposes around tensor-core convolutions, and
+                                     // max pooling runs PyTorch's NHWC kernels (bandwidth-bound)
   bool input_grad = true;            // backward computes the input's gradient: false for a first
                                      // layer whose input needs none, and for elementwise ops whose
                                      // gradient passes through unchanged (adding a constant mask)

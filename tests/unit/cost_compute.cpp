@@ -123,11 +123,28 @@ TEST_CASE("compute: memory-bound layers move the bytes the table at the top of c
   CHECK(t(op(layer_kind::softmax, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
   CHECK(t(op(layer_kind::softmax, E), precision::bf16).forward == doctest::Approx(3 * K + 8e-6 + 12e-6));
   CHECK(t(op(layer_kind::softmax, E), precision::bf16).backward == doctest::Approx(3 * K + 12e-6 + 12e-6));
-  // max pool 4:1 with 8-byte indices
+  // max pool 4:1 with 8-byte indices. channels_last: bandwidth only; backward zeroes dX first
   layer pool = op(layer_kind::max_pool, 4 * E);
   pool.outputs = E;
+  pool.channels_last = true;
   CHECK(t(pool, precision::pytorch_fp32).forward == doctest::Approx(K + (16e6 + 12e6) / 1e12));
-  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx(K + (12e6 + 16e6) / 1e12));
+  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx(K + 16e6 / 1e12 + K + (12e6 + 16e6) / 1e12));
+  // NCHW: each kernel also walks the 4E input elements at the SM-bound rate, 10 SMs here: far
+  // slower than its bytes, the same in fp32 and bf16
+  pool.channels_last = false;
+  const double fwd_sms = 4e6 * cost::max_pool_forward_sm_seconds / 10, bwd_sms = 4e6 * cost::max_pool_backward_sm_seconds / 10;
+  CHECK(fwd_sms > 28e-6);
+  CHECK(t(pool, precision::pytorch_fp32).forward == doctest::Approx(K + fwd_sms));
+  CHECK(t(pool, precision::bf16).forward == doctest::Approx(K + fwd_sms));
+  CHECK(t(pool, precision::pytorch_fp32).backward == doctest::Approx(K + 16e6 / 1e12 + K + bwd_sms));
+  CHECK(t(pool, precision::bf16).backward == doctest::Approx(K + 8e6 / 1e12 + K + bwd_sms));
+  {  // with many SMs the bytes decide again; a device without an SM count has bytes only
+    auto wide = d;
+    wide.multiprocessors = 100000;
+    CHECK(cost::time_of(pool, precision::pytorch_fp32, wide).forward == doctest::Approx(K + (16e6 + 12e6) / 1e12));
+    wide.multiprocessors = 0;
+    CHECK(cost::time_of(pool, precision::pytorch_fp32, wide).backward == doctest::Approx(K + 16e6 / 1e12 + K + (12e6 + 16e6) / 1e12));
+  }
   // the loss: log-softmax + NLL (a floor) | zeros + scatter (a floor) + log-softmax backward
   CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).forward == doctest::Approx(2 * K + 8e-6));
   CHECK(t(op(layer_kind::loss, E), precision::pytorch_fp32).backward == doctest::Approx(3 * K + 4e-6 + 12e-6));

@@ -61,7 +61,9 @@
 //   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
 //   layer_norm   1: r E, w E                         2: dx r 2E, w E; dgamma/dbeta r 2E
-//   max_pool     1: r In, w Out + 8 Out (indices)    1: r Out + 8 Out, w In
+//   max_pool     1: r In, w Out + 8 Out (indices)    2: zero dX (w In); r Out + 8 Out, w In
+//                NCHW (not channels_last): each kernel also takes at least In x max_pool_*_sm_seconds
+//                / SMs (bound by the SMs, not by DRAM: see max_pool_backward_sm_seconds)
 //   avg_pool     1: r In, w Out                      1: r Out, w In
 //   embedding    1: r E (4-byte table), w E          dense: 1 zero the table gradient (rows x width
 //                                                    x 4), 6 sort/segment/sum kernels r 2E + 8 lookups;
@@ -162,6 +164,24 @@ inline constexpr double misaligned_gemm_efficiency = 0.155;
   return n % align != 0 || k % align != 0;
 }
 
+// NCHW max pooling is bound by the SMs, not by device memory. PyTorch's NCHW kernels
+// (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu) run one thread per output element over its
+// window in forward; in backward, after zeroing the input gradient, one thread per input element
+// that recomputes which windows cover it (integer division) and loads each window's saved 8-byte
+// index, then its gradient (dependent loads). Measured by tests/bench/compute_measure.py
+// --per-layer (tests/data/compute/*-layers.jsonl, VGG16's five 2 x 2 pools and ResNet-50's 3 x 3
+// pool, fp32 and bf16): the H100 (3.35 TB/s) takes the same time as the H200 (4.8 TB/s), and bf16
+// the same as fp32, so neither bandwidth nor bytes decide; both devices have 132 SMs. Per input
+// element, in SM-seconds (the time x SMs): the geometric mean over the H200's 12 layers of the
+// time less the kernel floor (backward: less the zeroing kernel), forward 0.39 ns and backward
+// 1.29 ns; a layer differs from it by at most 25 % (the 3 x 3 window's 0.75 forward). The H100's
+// layers are the check (forward 0.75-1.23, backward 0.91-1.05 of measured). The figure is taken
+// for every device with SMs (their number scales it; their clock and latency do not enter, an
+// assumption beyond the one SM generation measured). channels_last runs other kernels
+// (max_pool_*_nhwc, shared-memory tiles over channels), not measured: bandwidth only.
+inline constexpr double max_pool_forward_sm_seconds = 0.39e-9;
+inline constexpr double max_pool_backward_sm_seconds = 1.29e-9;
+
 // Time of kernels of a device: the roofline and the floor.
 struct roofline {
   const device_compute* device = nullptr;
@@ -170,6 +190,12 @@ struct roofline {
   // One memory-bound kernel moving `bytes`.
   [[nodiscard]] constexpr double memory(double bytes) const noexcept {
     return device->kernel_floor + bytes / memory_rate();
+  }
+  // One kernel moving `bytes` that also keeps every SM busy for `sm_seconds` in all (the slower
+  // of the two; a device without an SM count: bytes only).
+  [[nodiscard]] constexpr double memory_or_sms(double bytes, double sm_seconds) const noexcept {
+    const double sms = device->multiprocessors > 0 ? sm_seconds / static_cast<double>(device->multiprocessors) : 0.0;
+    return device->kernel_floor + std::max(bytes / memory_rate(), sms);
   }
   // `count` products of m x n x k on `unit`: operands of `in_bytes`, output of `out_bytes` per
   // element. Returns the time of the GEMM kernel (and of its split-K reduction, when it has one).
@@ -318,8 +344,9 @@ struct layer_time {
       break;
     case layer_kind::max_pool: {
       const double out = static_cast<double>(l.outputs);
-      t.forward = r.memory(E * b + out * (b + 8.0));
-      t.backward = r.memory(out * (b + 8.0) + E * b);
+      const double nchw = l.channels_last ? 0.0 : E;  // input elements the SM-bound NCHW kernels walk
+      t.forward = r.memory_or_sms(E * b + out * (b + 8.0), nchw * max_pool_forward_sm_seconds);
+      t.backward = r.memory(E * b) + r.memory_or_sms(out * (b + 8.0) + E * b, nchw * max_pool_backward_sm_seconds);
       break;
     }
     case layer_kind::avg_pool: {
