@@ -203,6 +203,11 @@ struct layer {
                                      // fp32 because it is on autocast's fp32 list or is fed by one
                                      // (GPT-2's gelu_new: torch.pow), its input cast up and its
                                      // output cast down around it
+  bool fp32_input = false;           // elementwise kinds under autocast: the op's input is the fp32
+                                     // output of an fp32-list op or of fp32 tables, so it runs in
+                                     // fp32 too, with no casts of its own (the next op that autocast
+                                     // casts pays them: BERT's attention dropout after softmax, the
+                                     // dropout after the embeddings)
 };
 
 struct tensor {

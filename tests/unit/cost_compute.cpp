@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -313,6 +315,39 @@ TEST_CASE("compute: an upcast op runs in fp32 under autocast, its input cast up 
   for (const auto& l : zoo::make_model("gpt2").layers)
     if (l.name.find("mlp.act") != std::string::npos) CHECK(l.upcast);
   for (const auto& l : zoo::make_model("bert-base").layers) CHECK_FALSE(l.upcast);
+}
+
+TEST_CASE("compute: an op on an fp32 input runs in fp32 under autocast, with no casts of its own") {
+  const auto d = round_device();
+  const std::int64_t E = 1'000'000;
+  const double K = 1e-6;
+  layer drop = op(layer_kind::dropout, E);
+  drop.fp32_input = true;
+  // r 4E w 4E + the 1-byte mask, each way; no cast kernels
+  CHECK(cost::time_of(drop, precision::bf16, d).forward == doctest::Approx(K + 9e-6));
+  CHECK(cost::time_of(drop, precision::bf16, d).backward == doctest::Approx(K + 9e-6));
+  CHECK(cost::time_of(op(layer_kind::dropout, E), precision::bf16, d).forward == doctest::Approx(K + 5e-6));  // 16-bit
+  // without autocast the flag changes nothing
+  CHECK(cost::time_of(drop, precision::pytorch_fp32, d).forward == cost::time_of(op(layer_kind::dropout, E), precision::pytorch_fp32, d).forward);
+  // the zoo: BERT drops its attention probabilities out in fp32 (eager only: SDPA fuses them),
+  // GPT-2 casts them to V's dtype first; both drop out the embeddings' fp32 output
+  auto flagged = [](const model_spec& m, std::string_view part) {
+    std::size_t n = 0, of = 0;
+    for (const auto& l : m.layers)
+      if (l.name.find(part) != std::string::npos) {
+        ++of;
+        n += l.fp32_input ? 1 : 0;
+      }
+    return std::pair{n, of};
+  };
+  CHECK(flagged(zoo::make_model("bert-large"), "attn_dropout") == std::pair<std::size_t, std::size_t>{24, 24});
+  CHECK(flagged(zoo::make_model("gpt2"), "attn_dropout") == std::pair<std::size_t, std::size_t>{0, 12});
+  CHECK(flagged(zoo::bert("bert-large", 24, 1024, 8, 512, true), "attn_dropout") == std::pair<std::size_t, std::size_t>{0, 0});
+  CHECK(flagged(zoo::make_model("bert-base"), "embeddings.dropout") == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(flagged(zoo::make_model("gpt2"), "drop") == std::pair<std::size_t, std::size_t>{1, 12 * 3 + 1});
+  std::size_t fp32 = 0;
+  for (const auto& l : zoo::make_model("bert-base").layers) fp32 += l.fp32_input ? 1 : 0;
+  CHECK(fp32 == 12 + 1);  // nothing else
 }
 
 TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alone, a measured profile") {

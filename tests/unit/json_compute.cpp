@@ -29,7 +29,7 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.tensor == y.tensor);
     CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.elements == y.elements && x.outputs == y.outputs));
     CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.channels_last == y.channels_last &&
-           x.upcast == y.upcast));
+           x.upcast == y.upcast && x.fp32_input == y.fp32_input));
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].ready_time == b.tensors[i].ready_time);
 }
@@ -54,6 +54,9 @@ TEST_CASE("json: layers, precision and the device roofline round-trip and predic
     // GPT-2's gelu_new is the zoo's one upcast op: written only where it is set
     CHECK((text.find("\"upcast\": true") != std::string::npos) == (std::string(name) == "gpt2"));
     CHECK(text.find("\"upcast\": false") == std::string::npos);
+    // the dropout after GPT-2's embeddings runs on their fp32 sum: the zoo's GPT-2 has fp32 inputs
+    CHECK((text.find("\"fp32_input\": true") != std::string::npos) == (std::string(name) == "gpt2"));
+    CHECK(text.find("\"fp32_input\": false") == std::string::npos);
     const auto back = io::parse_model(text);
     check_same_layers(back, m);
     const auto c = zoo::dgx_h100(2);

@@ -56,7 +56,8 @@
 //   scale, copy  1: r E, w E                         1: r E, w E
 //   dropout      1: r E, w E + E mask bytes          1: r E + E mask bytes, w E
 //   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel; `upcast` under
-//   autocast: 4-byte elements, and 2 casts more each way, r 2E w 4E and r 4E w 2E)
+//   autocast: 4-byte elements, and 2 casts more each way, r 2E w 4E and r 4E w 2E; `fp32_input`
+//   under autocast: 4-byte elements, no casts)
 //   softmax      1: r E, w E                         1: r 2E (y, dy), w E
 //   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
@@ -317,7 +318,7 @@ struct layer_time {
       if (l.kind == layer_kind::dropout) mask = 1.0;                  // the 1-byte mask, written, then read
       const double kernels = static_cast<double>(l.count);
       const bool up = mixed && l.upcast;  // fp32 kernels, the input cast up and the output down
-      const double eb = up ? 4.0 : b;
+      const double eb = up || (mixed && l.fp32_input) ? 4.0 : b;  // fp32_input: fp32 kernels, no casts
       t.forward = kernels * r.memory((fr + fw) * E * eb + mask * E);
       if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * eb + mask * E);
       if (up) {

@@ -110,6 +110,12 @@ class builder {
     l.upcast = upcast;
     m_.layers.push_back(std::move(l));
   }
+  // op() on an fp32 input under autocast: it runs in fp32 with no casts of its own (model.hpp,
+  // `layer::fp32_input`).
+  void fp32_op(layer_kind kind, std::string_view name, std::int64_t elements) {
+    op(kind, name, elements);
+    m_.layers.back().fp32_input = true;
+  }
   void pool(layer_kind kind, std::string_view name, std::int64_t inputs, std::int64_t outputs) {
     layer l = make(name, kind);
     l.elements = inputs;

@@ -10,12 +10,15 @@
 // heads, E = batch x A x seq^2 score elements, eager:
 //
 //   BERT  query, key, value (T x H -> H) | q, k^T contiguous (copy 2 T H) | QK^T (A batch, seq x seq
-//         x 64) | / sqrt(64) (E) | + mask (E, gradient passes through) | softmax (E) | dropout (E) |
+//         x 64) | / sqrt(64) (E) | + mask (E, gradient passes through) | softmax (E) | dropout (E;
+//         under autocast in fp32: softmax, on autocast's fp32 list, returns fp32, and BERT drops
+//         the probabilities out before AV casts them; the embeddings' dropout alike, after the
+//         fp32 LayerNorm) |
 //         v contiguous (T H) | AV | merge heads (copy T H) | attention.output.dense | dropout |
 //         + residual | LayerNorm | intermediate.dense (H -> 4H) | GELU (erf, one kernel, 4 T H) |
 //         output.dense | dropout | + residual | LayerNorm
 //   GPT-2 ln_1 | c_attn (H -> 3H) | q, k^T contiguous | QK^T | / sqrt(64) | causal where (E) |
-//         softmax | dropout | v contiguous | AV | merge heads | c_proj | dropout | + residual |
+//         softmax | dropout (16-bit: GPT-2 casts the probabilities to V's dtype first) | v contiguous | AV | merge heads | c_proj | dropout | + residual |
 //         ln_2 | c_fc (H -> 4H) | gelu_new (4 T H: the tanh formula written in Python, 8
 //         elementwise kernels; under autocast they run in fp32, since torch.pow is on autocast's
 //         fp32 list and its fp32 result promotes the rest) | mlp.c_proj | dropout | + residual |
@@ -38,9 +41,10 @@ namespace detail {
 
 // The attention core of one layer, from Q, K, V (rows x H each, already projected) to the merged
 // context (rows x H). `causal`: GPT-2's torch.where mask (a backward kernel) instead of BERT's
-// additive mask (its gradient passes through).
+// additive mask (its gradient passes through). `fp32_dropout`: the probabilities are dropped out
+// as softmax returned them, fp32 under autocast (BERT); GPT-2 casts them to V's dtype first.
 inline void attention_core(builder& b, const std::string& p, std::int64_t batch, std::int64_t seq, std::int64_t h, bool causal,
-                           bool eager) {
+                           bool eager, bool fp32_dropout) {
   const std::int64_t heads = h / 64, tokens = batch * seq, scores = batch * heads * seq * seq;
   if (!eager) {
     b.attention(p + "sdpa", seq, 64, batch * heads, causal);
@@ -52,7 +56,8 @@ inline void attention_core(builder& b, const std::string& p, std::int64_t batch,
   b.op(layer_kind::scale, p + "scale", scores);
   b.op(layer_kind::scale, p + (causal ? "causal_mask" : "mask"), scores, 1, causal);
   b.op(layer_kind::softmax, p + "softmax", scores);
-  b.op(layer_kind::dropout, p + "attn_dropout", scores);
+  if (fp32_dropout) b.fp32_op(layer_kind::dropout, p + "attn_dropout", scores);
+  else b.op(layer_kind::dropout, p + "attn_dropout", scores);
   b.op(layer_kind::copy, p + "v_contiguous", tokens * h);
   b.matmul(p + "context", seq, 64, seq, batch * heads);
   b.op(layer_kind::copy, p + "merge_heads", tokens * h);
@@ -84,13 +89,13 @@ inline model_spec bert(std::string_view name, int layers, std::int64_t hidden, s
   b.embedding("embeddings.token_type_embeddings.weight", types, h, tokens);
   b.op(layer_kind::add, "embeddings.sum", tokens * h, 2);
   b.norm("embeddings.LayerNorm", h, tokens * h, false);
-  b.op(layer_kind::dropout, "embeddings.dropout", tokens * h);
+  b.fp32_op(layer_kind::dropout, "embeddings.dropout", tokens * h);  // after the fp32 LayerNorm
   for (std::size_t i = 0; i < std::size_t(layers); ++i) {
     const std::string p = detail::indexed("encoder.layer.", i, ".");
     b.linear(p + "attention.self.query", h, h, tokens);
     b.linear(p + "attention.self.key", h, h, tokens);
     b.linear(p + "attention.self.value", h, h, tokens);
-    detail::attention_core(b, p + "attention.self.", batch, seq, h, false, !sdpa);
+    detail::attention_core(b, p + "attention.self.", batch, seq, h, false, !sdpa, true);
     b.linear(p + "attention.output.dense", h, h, tokens);
     b.op(layer_kind::dropout, p + "attention.output.dropout", tokens * h);
     b.op(layer_kind::add, p + "attention.output.residual", tokens * h);
@@ -132,12 +137,12 @@ inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hid
   b.embedding("wte.weight", vocab, h, tokens);
   b.embedding("wpe.weight", positions, h, tokens);
   b.op(layer_kind::add, "embeddings.sum", tokens * h);
-  b.op(layer_kind::dropout, "drop", tokens * h);
+  b.fp32_op(layer_kind::dropout, "drop", tokens * h);  // the fp32 tables' sum
   for (std::size_t i = 0; i < std::size_t(layers); ++i) {
     const std::string p = detail::indexed("h.", i, ".");
     b.norm(p + "ln_1", h, tokens * h, false);
     b.linear(p + "attn.c_attn", h, 3 * h, tokens, true);
-    detail::attention_core(b, p + "attn.", batch, seq, h, true, !sdpa);
+    detail::attention_core(b, p + "attn.", batch, seq, h, true, !sdpa, false);
     b.linear(p + "attn.c_proj", h, h, tokens, true);
     b.op(layer_kind::dropout, p + "attn.resid_dropout", tokens * h);
     b.op(layer_kind::add, p + "attn.residual", tokens * h);
