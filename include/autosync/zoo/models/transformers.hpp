@@ -18,7 +18,8 @@
 //         + residual | LayerNorm | intermediate.dense (H -> 4H) | GELU (erf, one kernel, 4 T H) |
 //         output.dense | dropout | + residual | LayerNorm
 //   GPT-2 ln_1 | c_attn (H -> 3H) | q, k^T contiguous | QK^T | / sqrt(64) | causal where (E) |
-//         softmax | dropout (16-bit: GPT-2 casts the probabilities to V's dtype first) | v contiguous | AV | merge heads | c_proj | dropout | + residual |
+//         softmax | dropout (16-bit: GPT-2 casts the probabilities to V's dtype first) | v contiguous |
+//         AV | merge heads | c_proj | dropout | + residual |
 //         ln_2 | c_fc (H -> 4H) | gelu_new (4 T H: the tanh formula written in Python, 8
 //         elementwise kernels; under autocast they run in fp32, since torch.pow is on autocast's
 //         fp32 list and its fp32 result promotes the rest) | mlp.c_proj | dropout | + residual |
