@@ -51,6 +51,13 @@ inline constexpr dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16, dtyp
   return t == dtype::f32 || t == dtype::f64 || t == dtype::f16 || t == dtype::bf16;
 }
 
+// Whether a compressor that sends `per` bytes per element shrinks a gradient of dtype `t`: only a
+// floating-point gradient wider than the wire format is compressed; anything else travels as it is.
+// A NaN or non-positive `per` (no compressor) never shrinks.
+[[nodiscard]] constexpr bool shrinks(dtype t, double per) noexcept {
+  return is_floating(t) && per > 0.0 && per < static_cast<double>(size_of(t));
+}
+
 [[nodiscard]] constexpr std::string_view name_of(dtype t) noexcept {
   switch (t) {
     case dtype::f32: return "f32";

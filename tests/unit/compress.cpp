@@ -3,6 +3,7 @@
 // exists), every tie between consecutive values of both formats, round-trip bounds, error
 // feedback, and the documented bound of a compressed sum.
 #include <autosync/exec/compress.hpp>
+#include <autosync/strategy/items.hpp>
 
 #include <doctest/doctest.h>
 
@@ -200,6 +201,15 @@ TEST_CASE("compress: wire dtypes and scales") {
   CHECK_FALSE(wire_dtype(comp::bf16::value, dtype::f16).has_value());
   CHECK_FALSE(wire_dtype(comp::fp16::value, dtype::i32).has_value());   // not floating
   CHECK_FALSE(wire_dtype(compression_id{200}, dtype::f32).has_value()); // unknown id
+  // the one rule every layer shares (items, search bound, timeline, executor, codecs)
+  static_assert(shrinks(dtype::f32, 2.0) && shrinks(dtype::f64, 4.0) && shrinks(dtype::bf16, 1.0));
+  static_assert(!shrinks(dtype::f16, 2.0) && !shrinks(dtype::f32, 4.0) && !shrinks(dtype::f32, 0.0));
+  static_assert(!shrinks(dtype::i32, 2.0) && !shrinks(dtype::i64, 1.0) && !shrinks(dtype::f32, -1.0));
+  CHECK_FALSE(shrinks(dtype::f32, std::numeric_limits<double>::quiet_NaN()));
+  CHECK(wire_per_element_at(dtype::f32, 2.0) == 2.0);
+  CHECK(wire_per_element_at(dtype::f16, 2.0) == 2.0);
+  CHECK(wire_per_element_at(dtype::i32, 2.0) == 4.0);
+  CHECK(wire_per_element_at(dtype::f64, 0.0) == 8.0);
   CHECK(wire_scale(dtype::f16, 1) == 1.0);
   CHECK(wire_scale(dtype::f16, 2) == 0.5);
   CHECK(wire_scale(dtype::f16, 3) == 0.25);

@@ -179,7 +179,7 @@ namespace detail {
 // Elements an item's compressor encodes (0 when it travels uncompressed).
 [[nodiscard]] constexpr double compressed_elements(const model_spec& m, const sync_item& it, double wire_per_element) noexcept {
   const auto& t = m.tensors[it.tensor];
-  if (!(wire_per_element > 0.0) || !is_floating(t.type) || !(wire_per_element < size_of(t.type))) return 0.0;
+  if (!shrinks(t.type, wire_per_element)) return 0.0;
   if (!t.sparse) return static_cast<double>(it.elements);
   const std::int64_t rows = it.axis == 0 ? it.end - it.begin : t.shape[0];
   if (rows <= 0) return 0.0;

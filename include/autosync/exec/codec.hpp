@@ -74,8 +74,7 @@ struct narrow_codec {
   static constexpr bool compresses = true;
   static constexpr dtype wire = W;
   [[nodiscard]] static constexpr std::optional<dtype> wire_dtype(dtype t) noexcept {
-    const bool floating = is_floating(t);
-    if (!floating || !(C::wire_bytes_per_element < static_cast<double>(size_of(t)))) return std::nullopt;
+    if (!shrinks(t, C::wire_bytes_per_element)) return std::nullopt;
     return W;
   }
   [[nodiscard]] static constexpr std::size_t wire_bytes(std::size_t n, dtype t) noexcept {

@@ -167,10 +167,8 @@ using bf16_format = detail::narrow_format<8, 7>;
 // travels as it is (compressor none, a non-floating dtype, or a dtype no larger than the wire
 // format — the rule of strategy/items.hpp wire_bytes_of).
 [[nodiscard]] constexpr std::optional<dtype> wire_dtype(compression_id c, dtype t) noexcept {
-  const bool floating = is_floating(t);
   const auto info = find_compression(c);
-  if (!info || !floating || !(info->wire_bytes_per_element > 0.0) || !(info->wire_bytes_per_element < size_of(t)))
-    return std::nullopt;
+  if (!info || !shrinks(t, info->wire_bytes_per_element)) return std::nullopt;
   if (c == comp::fp16::value) return dtype::f16;
   if (c == comp::bf16::value) return dtype::bf16;
   return std::nullopt;  // a compressor this executor does not implement yet: sent uncompressed

@@ -88,10 +88,8 @@ class searcher {
   [[nodiscard]] double wire(std::size_t dense_pos, compression_id id) const {
     const auto& t = m_.tensors[sp_.dense()[dense_pos]];
     const auto info = find_compression(id);
-    const double es = size_of(t.type);
-    const bool floating = is_floating(t.type);
-    if (info && floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < es)
-      return dense_bytes_[dense_pos] / es * info->wire_bytes_per_element;
+    if (info && shrinks(t.type, info->wire_bytes_per_element))
+      return dense_bytes_[dense_pos] / size_of(t.type) * info->wire_bytes_per_element;
     return dense_bytes_[dense_pos];
   }
 

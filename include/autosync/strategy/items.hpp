@@ -48,9 +48,7 @@ struct sync_item {
 // Bytes per element on the wire for a tensor of `type` under a compressor that sends `per` bytes
 // per element (0: none): `per` for a floating tensor it shrinks, else the element's own size.
 [[nodiscard]] constexpr double wire_per_element_at(dtype type, double per) noexcept {
-  const double esize = size_of(type);
-  const bool floating = is_floating(type);
-  return floating && per > 0.0 && per < esize ? per : esize;
+  return shrinks(type, per) ? per : static_cast<double>(size_of(type));
 }
 
 // Bytes per element on the wire for `t` under built-in compressor `c` (the tensor's own size
@@ -102,8 +100,7 @@ struct codec_cost {
       if (e->flops_per_element) flops += e->flops_per_element(g.compression.params) * static_cast<double>(elements);
     }
   } else if (const auto info = find_compression(g.compression.id)) {  // a built-in compressor after the extension stages
-    const bool floating = is_floating(t.type);
-    if (floating && info->wire_bytes_per_element > 0.0 && info->wire_bytes_per_element < size_of(t.type))
+    if (shrinks(t.type, info->wire_bytes_per_element))
       bytes *= info->wire_bytes_per_element / size_of(t.type);
   }
   if (!t.sparse) return {static_cast<std::int64_t>(bytes + 0.5), flops};
