@@ -210,11 +210,13 @@ struct layer {
                                      // fp32 because it is on autocast's fp32 list or is fed by one
                                      // (GPT-2's gelu_new: torch.pow), its input cast up and its
                                      // output cast down around it
-  bool fp32_input = false;           // elementwise kinds under autocast: the op's input is the fp32
-                                     // output of an fp32-list op or of fp32 tables, so it runs in
-                                     // fp32 too, with no casts of its own (the next op that autocast
-                                     // casts pays them: BERT's attention dropout after softmax, the
-                                     // dropout after the embeddings)
+  bool fp32_input = false;           // under autocast, the layer's input is the fp32 output of an
+                                     // fp32-list op (layer norm, softmax), of fp32 tables or of an
+                                     // fp32 residual stream. Elementwise kinds then run in fp32
+                                     // with no casts of their own (BERT's attention dropout after
+                                     // softmax, the dropout after the embeddings, the residual adds
+                                     // of transformers); linear / conv pay the cast: their input
+                                     // cast to 16 bits in forward, its gradient cast back in backward
 };
 
 struct tensor {

@@ -200,7 +200,20 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
   const double cast = K_ + 1280.0 * 1280 * 6 / 1e12;  // r 4 w 2 per weight
   CHECK(bf.forward == doctest::Approx(K_ + g / 4 + cast).epsilon(1e-12));
   CHECK(bf.backward == doctest::Approx(2 * (K_ + g / 4) + K_ + 1280.0 * 1280 * 2 / 1e12 + cast).epsilon(1e-12));
-  l.input_grad = false;  // a first layer: no dX
+  // an fp32 input (a layer norm's output) is cast to bf16 too, r 4 w 2 per input element (m x k),
+  // and its gradient cast back; without autocast the flag changes nothing
+  l.m = 640;  // input 640 x 1280: not the weight's size
+  const auto bf_in = cost::time_of(l, precision::bf16, d);
+  l.fp32_input = true;
+  const double in_cast = K_ + 640.0 * 1280 * 6 / 1e12;
+  CHECK(cost::time_of(l, precision::bf16, d).forward == doctest::Approx(bf_in.forward + in_cast).epsilon(1e-12));
+  CHECK(cost::time_of(l, precision::bf16, d).backward == doctest::Approx(bf_in.backward + in_cast).epsilon(1e-12));
+  CHECK(cost::time_of(l, precision::pytorch_fp32, d).forward == doctest::Approx(fp32.forward / 2 + K_ / 2).epsilon(1e-12));
+  l.input_grad = false;  // no dX, so no gradient to cast back
+  CHECK(cost::time_of(l, precision::bf16, d).backward < bf_in.backward);
+  l.fp32_input = false;
+  CHECK(cost::time_of(l, precision::pytorch_fp32, d).forward == cost::time_of([&] { auto x = l; x.fp32_input = true; return x; }(), precision::pytorch_fp32, d).forward);
+  l.m = 1280;
   CHECK(cost::time_of(l, precision::pytorch_fp32, d).backward ==
         doctest::Approx(g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
   // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not
@@ -345,9 +358,33 @@ TEST_CASE("compute: an op on an fp32 input runs in fp32 under autocast, with no 
   CHECK(flagged(zoo::bert("bert-large", 24, 1024, 8, 512, true), "attn_dropout") == std::pair<std::size_t, std::size_t>{0, 0});
   CHECK(flagged(zoo::make_model("bert-base"), "embeddings.dropout") == std::pair<std::size_t, std::size_t>{1, 1});
   CHECK(flagged(zoo::make_model("gpt2"), "drop") == std::pair<std::size_t, std::size_t>{1, 12 * 3 + 1});
+  // the fp32 residual stream: every residual add, and every linear fed by a LayerNorm or the
+  // embeddings (BERT: query, key, value, intermediate.dense, pooler; GPT-2: c_attn, c_fc, LM head)
+  CHECK(flagged(zoo::make_model("bert-base"), "residual") == std::pair<std::size_t, std::size_t>{24, 24});
+  CHECK(flagged(zoo::make_model("gpt2"), "residual") == std::pair<std::size_t, std::size_t>{24, 24});
+  CHECK(flagged(zoo::make_model("bert-base"), "attention.self.query") == std::pair<std::size_t, std::size_t>{12, 12});
+  CHECK(flagged(zoo::make_model("bert-base"), "intermediate.dense") == std::pair<std::size_t, std::size_t>{12, 12});
+  CHECK(flagged(zoo::make_model("bert-base"), "output.dense") == std::pair<std::size_t, std::size_t>{0, 24});  // 16-bit inputs
+  CHECK(flagged(zoo::make_model("gpt2"), "c_attn") == std::pair<std::size_t, std::size_t>{12, 12});
+  CHECK(flagged(zoo::make_model("gpt2"), "c_fc") == std::pair<std::size_t, std::size_t>{12, 12});
+  CHECK(flagged(zoo::make_model("gpt2"), "c_proj") == std::pair<std::size_t, std::size_t>{0, 24});
+  CHECK(flagged(zoo::make_model("gpt2"), "lm_head") == std::pair<std::size_t, std::size_t>{1, 1});
   std::size_t fp32 = 0;
   for (const auto& l : zoo::make_model("bert-base").layers) fp32 += l.fp32_input ? 1 : 0;
-  CHECK(fp32 == 12 + 1);  // nothing else
+  CHECK(fp32 == 12 + 1 + 12 * (3 + 1 + 2) + 1);  // nothing else
+  // in fp32 training the flags change no time
+  for (auto name : {"bert-base", "gpt2"}) {
+    auto m = zoo::make_model(name);
+    auto plain = m;
+    for (auto& l : plain.layers) l.fp32_input = false;
+    m.training_precision = plain.training_precision = precision::pytorch_fp32;
+    const auto a = cost::compute(m, zoo::hw::h100_sxm, 0.0), b = cost::compute(plain, zoo::hw::h100_sxm, 0.0);
+    CHECK(a.forward == b.forward);
+    CHECK(a.backward == b.backward);
+    m.training_precision = plain.training_precision = precision::bf16;
+    CHECK(cost::compute(m, zoo::hw::h100_sxm, 0.0).forward > cost::compute(plain, zoo::hw::h100_sxm, 0.0).forward);
+    CHECK(cost::compute(m, zoo::hw::h100_sxm, 0.0).backward_total() > cost::compute(plain, zoo::hw::h100_sxm, 0.0).backward_total());
+  }
 }
 
 TEST_CASE("compute: a model's times — layers attributed to tensors, FLOPs alone, a measured profile") {

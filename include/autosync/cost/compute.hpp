@@ -57,7 +57,8 @@
 //   dropout      1: r E, w E + E mask bytes          1: r E + E mask bytes, w E
 //   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel; `upcast` under
 //   autocast: 4-byte elements, and 2 casts more each way, r 2E w 4E and r 4E w 2E; `fp32_input`
-//   under autocast: 4-byte elements, no casts)
+//   under autocast: 4-byte elements, no casts: an add of a 16-bit branch to an fp32 residual
+//   stream writes fp32 and its gradients meet in fp32)
 //   softmax      1: r E, w E                         1: r 2E (y, dy), w E
 //   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
@@ -73,7 +74,9 @@
 //                   (one value per row: the floor)      (the floor); log-softmax backward r 2E, w E
 //   linear       1 GEMM (bias in the epilogue)       dX GEMM (input_grad), dW GEMM, bias: r rows x out
 //                (out or in features not a multiple of 16 bytes on a tensor-core unit: the three
-//                products at misaligned_gemm_efficiency of the rate; a batched matmul alike)
+//                products at misaligned_gemm_efficiency of the rate; a batched matmul alike;
+//                `fp32_input` under autocast: the input cast to 16 bits first, r 4X w 2X, and in
+//                backward its gradient cast back, r 2X w 4X (input_grad), X = input elements)
 //   conv         1 implicit GEMM                     dgrad (input_grad) + wgrad, bias: r M x Cout
 //                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
 //                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
@@ -276,6 +279,10 @@ struct layer_time {
       if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
         t.forward += r.memory(weights * 6.0);
         t.backward += r.memory(weights * 6.0);
+      }
+      if (mixed && l.fp32_input) {  // an fp32 input (a layer norm's output) cast alike, each step
+        t.forward += r.memory(x * 6.0);
+        if (l.input_grad) t.backward += r.memory(x * 6.0);
       }
       break;
     }

@@ -116,6 +116,16 @@ class builder {
     op(kind, name, elements);
     m_.layers.back().fp32_input = true;
   }
+  // linear() whose input is fp32 under autocast (a layer norm's output): autocast casts it to 16
+  // bits every step (`layer::fp32_input`).
+  void fp32_linear(std::string_view prefix, std::int64_t in, std::int64_t out, std::int64_t rows, bool transposed = false) {
+    linear(prefix, in, out, rows, transposed);
+    m_.layers.back().fp32_input = true;
+  }
+  void fp32_tied_linear(std::string_view name, std::int64_t in, std::int64_t out, std::int64_t rows) {
+    tied_linear(name, in, out, rows);
+    m_.layers.back().fp32_input = true;
+  }
   void pool(layer_kind kind, std::string_view name, std::int64_t inputs, std::int64_t outputs) {
     layer l = make(name, kind);
     l.elements = inputs;

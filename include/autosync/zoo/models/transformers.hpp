@@ -26,6 +26,15 @@
 //         ... | ln_f | LM head (H -> 50,257: the vocabulary is odd, so its three products run on
 //         cuBLAS's misaligned kernels under tf32/bf16/fp16, cost/compute.hpp)
 //
+// Under autocast (bf16 / fp16) both carry an fp32 residual stream: LayerNorm is on autocast's fp32
+// list and returns fp32, and the embeddings' sum is fp32, so each "+ residual" adds a 16-bit
+// branch to fp32 and writes fp32 (its gradients meet in fp32), and every linear fed by a
+// LayerNorm or the embeddings (BERT's query, key, value, intermediate.dense and pooler; GPT-2's
+// c_attn, c_fc and LM head) casts that fp32 input to 16 bits first, and its gradient back
+// (`layer::fp32_input`). The H200 profile by op (tests/data/compute/h200-by-op.jsonl) shows both:
+// BERT-large's 48 residual adds are fp32 kernels, and its forward runs 410 casts to bf16 (the
+// weights' and these inputs').
+//
 // SDPA replaces everything from "q, k^T contiguous" to "AV" by one fused attention layer (the
 // head split is a view; merge heads is still a copy).
 #pragma once
@@ -93,22 +102,22 @@ inline model_spec bert(std::string_view name, int layers, std::int64_t hidden, s
   b.fp32_op(layer_kind::dropout, "embeddings.dropout", tokens * h);  // after the fp32 LayerNorm
   for (std::size_t i = 0; i < std::size_t(layers); ++i) {
     const std::string p = detail::indexed("encoder.layer.", i, ".");
-    b.linear(p + "attention.self.query", h, h, tokens);
-    b.linear(p + "attention.self.key", h, h, tokens);
-    b.linear(p + "attention.self.value", h, h, tokens);
+    b.fp32_linear(p + "attention.self.query", h, h, tokens);
+    b.fp32_linear(p + "attention.self.key", h, h, tokens);
+    b.fp32_linear(p + "attention.self.value", h, h, tokens);
     detail::attention_core(b, p + "attention.self.", batch, seq, h, false, !sdpa, true);
     b.linear(p + "attention.output.dense", h, h, tokens);
     b.op(layer_kind::dropout, p + "attention.output.dropout", tokens * h);
-    b.op(layer_kind::add, p + "attention.output.residual", tokens * h);
+    b.fp32_op(layer_kind::add, p + "attention.output.residual", tokens * h);
     b.norm(p + "attention.output.LayerNorm", h, tokens * h, false);
-    b.linear(p + "intermediate.dense", h, 4 * h, tokens);
+    b.fp32_linear(p + "intermediate.dense", h, 4 * h, tokens);
     b.op(layer_kind::activation, p + "intermediate.gelu", tokens * 4 * h);
     b.linear(p + "output.dense", 4 * h, h, tokens);
     b.op(layer_kind::dropout, p + "output.dropout", tokens * h);
-    b.op(layer_kind::add, p + "output.residual", tokens * h);
+    b.fp32_op(layer_kind::add, p + "output.residual", tokens * h);
     b.norm(p + "output.LayerNorm", h, tokens * h, false);
   }
-  b.linear("pooler.dense", h, h, batch);
+  b.fp32_linear("pooler.dense", h, h, batch);
   b.op(layer_kind::activation, "pooler.tanh", batch * h);
   return std::move(b).finish();
 }
@@ -142,20 +151,20 @@ inline model_spec gpt2_model(std::string_view name, int layers, std::int64_t hid
   for (std::size_t i = 0; i < std::size_t(layers); ++i) {
     const std::string p = detail::indexed("h.", i, ".");
     b.norm(p + "ln_1", h, tokens * h, false);
-    b.linear(p + "attn.c_attn", h, 3 * h, tokens, true);
+    b.fp32_linear(p + "attn.c_attn", h, 3 * h, tokens, true);
     detail::attention_core(b, p + "attn.", batch, seq, h, true, !sdpa, false);
     b.linear(p + "attn.c_proj", h, h, tokens, true);
     b.op(layer_kind::dropout, p + "attn.resid_dropout", tokens * h);
-    b.op(layer_kind::add, p + "attn.residual", tokens * h);
+    b.fp32_op(layer_kind::add, p + "attn.residual", tokens * h);
     b.norm(p + "ln_2", h, tokens * h, false);
-    b.linear(p + "mlp.c_fc", h, 4 * h, tokens, true);
+    b.fp32_linear(p + "mlp.c_fc", h, 4 * h, tokens, true);
     b.op(layer_kind::activation, p + "mlp.act", tokens * 4 * h, 8, true, true);  // pow: fp32 under autocast
     b.linear(p + "mlp.c_proj", 4 * h, h, tokens, true);
     b.op(layer_kind::dropout, p + "mlp.dropout", tokens * h);
-    b.op(layer_kind::add, p + "mlp.residual", tokens * h);
+    b.fp32_op(layer_kind::add, p + "mlp.residual", tokens * h);
   }
   b.norm("ln_f", h, tokens * h, false);
-  b.tied_linear("lm_head", h, vocab, tokens);
+  b.fp32_tied_linear("lm_head", h, vocab, tokens);
   b.op(layer_kind::loss, "loss", tokens * vocab);
   return std::move(b).finish();
 }
