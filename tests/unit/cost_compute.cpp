@@ -340,6 +340,14 @@ TEST_CASE("compute: an op on an fp32 input runs in fp32 under autocast, with no 
   CHECK(cost::time_of(drop, precision::bf16, d).forward == doctest::Approx(K + 9e-6));
   CHECK(cost::time_of(drop, precision::bf16, d).backward == doctest::Approx(K + 9e-6));
   CHECK(cost::time_of(op(layer_kind::dropout, E), precision::bf16, d).forward == doctest::Approx(K + 5e-6));  // 16-bit
+  // a residual add: a 16-bit branch and the fp32 stream in, fp32 out (r 2E + 4E, w 4E); backward
+  // the gradients meet in fp32 (r 8E w 4E) and the branch's is cast to 16 bits (r 4E w 2E)
+  layer res = op(layer_kind::add, E);
+  res.fp32_input = true;
+  CHECK(cost::time_of(res, precision::bf16, d).forward == doctest::Approx(K + 10e-6));
+  CHECK(cost::time_of(res, precision::bf16, d).backward == doctest::Approx(K + 12e-6 + K + 6e-6));
+  CHECK(cost::time_of(res, precision::pytorch_fp32, d).forward == doctest::Approx(K + 12e-6));
+  CHECK(cost::time_of(res, precision::pytorch_fp32, d).backward == doctest::Approx(K + 12e-6));
   // without autocast the flag changes nothing
   CHECK(cost::time_of(drop, precision::pytorch_fp32, d).forward == cost::time_of(op(layer_kind::dropout, E), precision::pytorch_fp32, d).forward);
   // the zoo: BERT drops its attention probabilities out in fp32 (eager only: SDPA fuses them),

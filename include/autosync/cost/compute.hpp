@@ -57,8 +57,9 @@
 //   dropout      1: r E, w E + E mask bytes          1: r E + E mask bytes, w E
 //   (elementwise kinds: x `count` kernels; input_grad false: no backward kernel; `upcast` under
 //   autocast: 4-byte elements, and 2 casts more each way, r 2E w 4E and r 4E w 2E; `fp32_input`
-//   under autocast: 4-byte elements, no casts: an add of a 16-bit branch to an fp32 residual
-//   stream writes fp32 and its gradients meet in fp32)
+//   under autocast: 4-byte elements, no casts; an add so marked adds a 16-bit branch to the fp32
+//   residual stream: forward r 2E + 4E, w 4E; backward the gradients meet in fp32, and the
+//   gradient is cast to 16 bits for the branch, r 4E w 2E)
 //   softmax      1: r E, w E                         1: r 2E (y, dy), w E
 //   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
@@ -328,6 +329,12 @@ struct layer_time {
       const double eb = up || (mixed && l.fp32_input) ? 4.0 : b;  // fp32_input: fp32 kernels, no casts
       t.forward = kernels * r.memory((fr + fw) * E * eb + mask * E);
       if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * eb + mask * E);
+      if (mixed && l.fp32_input && l.kind == layer_kind::add) {
+        // a 16-bit branch added to the fp32 residual stream: that input is 2 bytes, and in
+        // backward the fp32 gradient is cast to 16 bits for the branch
+        t.forward = kernels * r.memory((2.0 + 4.0 + 4.0) * E);
+        if (l.input_grad) t.backward += kernels * r.memory(6.0 * E);
+      }
       if (up) {
         t.forward += 2.0 * r.memory(6.0 * E);
         if (l.input_grad) t.backward += 2.0 * r.memory(6.0 * E);
