@@ -32,8 +32,8 @@
 // LayerNorm or the embeddings (BERT's query, key, value, intermediate.dense and pooler; GPT-2's
 // c_attn, c_fc and LM head) casts that fp32 input to 16 bits first, and its gradient back
 // (`layer::fp32_input`). The H200 profile by op (tests/data/compute/h200-by-op.jsonl) shows both:
-// BERT-large's 48 residual adds are fp32 kernels, and its forward runs 410 casts to bf16 (the
-// weights' and these inputs').
+// BERT-large's 48 residual adds are fp32 kernels, and most of its forward's 410 casts to bf16
+// are the weights' and these inputs'.
 //
 // SDPA replaces everything from "q, k^T contiguous" to "AV" by one fused attention layer (the
 // head split is a view; merge heads is still a copy).
