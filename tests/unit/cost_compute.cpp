@@ -233,6 +233,14 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
   c.channels_last = false;
   const auto simt = cost::time_of(c, precision::fp32, d);  // fp32 units: no transposes
   CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
+  // a convolution's bias is a kernel of its own in forward (r y w y), unlike a linear layer's
+  // (in the GEMM's epilogue); in backward both reduce dy
+  c.bias = true;
+  CHECK(cost::time_of(c, precision::fp32, d).forward == doctest::Approx(simt.forward + K_ + 2.0 * 1280 * 1280 * 4 / 1e12).epsilon(1e-12));
+  CHECK(cost::time_of(c, precision::fp32, d).backward == doctest::Approx(simt.backward + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+  c.channels_last = true;  // 16-bit: 2-byte elements
+  CHECK(cost::time_of(c, precision::bf16, d).forward - [&] { auto x = c; x.bias = false; return cost::time_of(x, precision::bf16, d).forward; }() ==
+        doctest::Approx(K_ + 2.0 * 1280 * 1280 * 2 / 1e12).epsilon(1e-9));
 }
 
 TEST_CASE("compute: a product whose rows are not 16-byte multiples runs at misaligned_gemm_efficiency on tensor cores") {

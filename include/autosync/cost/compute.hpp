@@ -78,7 +78,9 @@
 //                products at misaligned_gemm_efficiency of the rate; a batched matmul alike;
 //                `fp32_input` under autocast: the input cast to 16 bits first, r 4X w 2X, and in
 //                backward its gradient cast back, r 2X w 4X (input_grad), X = input elements)
-//   conv         1 implicit GEMM                     dgrad (input_grad) + wgrad, bias: r M x Cout
+//   conv         1 implicit GEMM; bias: a kernel     dgrad (input_grad) + wgrad, bias: r M x Cout
+//                of its own, r M x Cout w M x Cout (PyTorch adds a convolution's bias after cuDNN's
+//                kernel, not in its epilogue, as VGG16's per-layer kernels show: tests/data/compute)
 //                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
 //                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
 //                dy, x for wgrad, dW back, dx back), each r E w E (NVIDIA, "Convolutional Layers
@@ -270,6 +272,7 @@ struct layer_time {
       t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
                            conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow);
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
+      if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after cuDNN's kernel
       if (conv && !l.channels_last && u != math_unit::fp32) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
         // in and out (forward: x, W, y; backward: dy, dx back, x again for wgrad, dW back)
