@@ -330,14 +330,14 @@ struct layer_time {
       const double kernels = static_cast<double>(l.count);
       const bool up = mixed && l.upcast;  // fp32 kernels, the input cast up and the output down
       const double eb = up || (mixed && l.fp32_input) ? 4.0 : b;  // fp32_input: fp32 kernels, no casts
-      t.forward = kernels * r.memory((fr + fw) * E * eb + mask * E);
+      // a residual add (an add on an fp32 input under autocast): a 16-bit branch and the fp32
+      // stream in (2 + 4 bytes), fp32 out; in backward the fp32 gradient is also cast to 16 bits
+      // for the branch
+      const bool residual = mixed && l.fp32_input && l.kind == layer_kind::add;
+      const double forward_bytes = residual ? (2.0 + 4.0 + 4.0) * E : (fr + fw) * E * eb;
+      t.forward = kernels * r.memory(forward_bytes + mask * E);
       if (l.input_grad) t.backward = kernels * r.memory((br + bw) * E * eb + mask * E);
-      if (mixed && l.fp32_input && l.kind == layer_kind::add) {
-        // a 16-bit branch added to the fp32 residual stream: that input is 2 bytes, and in
-        // backward the fp32 gradient is cast to 16 bits for the branch
-        t.forward = kernels * r.memory((2.0 + 4.0 + 4.0) * E);
-        if (l.input_grad) t.backward += kernels * r.memory(6.0 * E);
-      }
+      if (residual && l.input_grad) t.backward += kernels * r.memory(6.0 * E);
       if (up) {
         t.forward += 2.0 * r.memory(6.0 * E);
         if (l.input_grad) t.backward += 2.0 * r.memory(6.0 * E);

@@ -165,7 +165,7 @@ using bf16_format = detail::narrow_format<8, 7>;
 
 // The wire dtype of compressor `c` for a gradient of dtype `t`, or nullopt when the gradient
 // travels as it is (compressor none, a non-floating dtype, or a dtype no larger than the wire
-// format — the rule of strategy/items.hpp wire_bytes_of).
+// format — model.hpp's shrinks, the rule strategy/items.hpp prices too).
 [[nodiscard]] constexpr std::optional<dtype> wire_dtype(compression_id c, dtype t) noexcept {
   const auto info = find_compression(c);
   if (!info || !shrinks(t, info->wire_bytes_per_element)) return std::nullopt;
