@@ -211,6 +211,30 @@ TEST_CASE("parameter server: round robin vs load balanced vs pinned") {
   CHECK(pin.lower_bound == Approx(0.001 + 0.048));
 }
 
+TEST_CASE("load-balanced placement: largest first to the least-loaded server, below and above 1e12 bytes") {
+  // 3 servers of one bandwidth; items of equal size tie by item order, loads tie to the first
+  // server. Below 1e12 bytes in all expand finds the least load in integers; above, through the
+  // rounding-guarded quotients. Scaling every size by 2^30 (exact in doubles) must not move a shard.
+  const std::vector<std::int64_t> elements{7000, 5000, 5000, 3000, 3000, 3000, 1000, 500, 500};
+  const auto c = ps_cluster(2, 1, 3);
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  g.placement = placement_value{placement_kind::load_balanced, 0};
+  auto servers_of = [&](std::int64_t scale) {
+    std::vector<std::int64_t> e;
+    for (auto x : elements) e.push_back(x * scale);
+    const auto m = tiny_model(e);
+    std::vector<std::int32_t> sv;
+    for (const auto& it : expand(m, c, uniform_strategy(m, g))) sv.push_back(it.server);
+    return sv;
+  };
+  // by hand: 28000 -> s0; 20000 -> s1; 20000 -> s2; 12000 -> s1 (32000); 12000 -> s2 (32000);
+  // 12000 -> s0 (40000); 4000 -> s1 (36000); 2000 -> s2 (34000); 2000 -> s2 (36000)
+  const std::vector<std::int32_t> want{0, 1, 2, 1, 2, 0, 1, 2, 2};
+  CHECK(servers_of(1) == want);
+  CHECK(servers_of(std::int64_t{1} << 30) == want);  // 28000 x 2^30 bytes alone is above 1e12
+}
+
 TEST_CASE("parameter server: local replication") {
   // 2 workers x 2 devices, 1 server; one tensor of 4000 B, no compute
   auto m = tiny_model({1000});

@@ -150,7 +150,7 @@ struct workspace {
   // per server, direct-mapped by bytes: detail::ps_transfer's result, reused by later transfers
   // of the same bytes and replication (a pure function of them: the same bits); reset per evaluation
   struct ps_memo {
-    double bytes = -1.0;
+    std::int64_t bytes = -1;
     bool local = false;
     double t1 = 0.0, t2 = 0.0, t3 = 0.0, bw_part = 0.0;
   };
@@ -224,16 +224,13 @@ constexpr void ps_transfer(const fabric& f, std::size_t s, double B, bool local,
   // latency is time in flight, not NIC occupancy: transfers to different servers overlap it
 }
 
-// Calls visit(k, o) for every worker node k that PS transfer j crosses, with its NIC occupancy
-// o > 0 there (step 4): o = bytes x ps_unit[k], on the node hosting the server bytes x
-// ps_host_unit (skipped when 0: one node hosting everything). A valid cluster's NICs have
-// bandwidth > 0, so every other node's o is > 0.
+// Calls visit(k, o) for every worker node k that a transfer of B bytes to server sv crosses
+// (`local`: its group's replication is local), with its NIC occupancy o > 0 there (step 4):
+// o = B x ps_unit[k], on the node hosting the server B x ps_host_unit (skipped when 0: one node
+// hosting everything). A valid cluster's NICs have bandwidth > 0, so every other node's o is > 0.
 template <class Visit>
-constexpr void for_each_occupancy(const context& x, const workspace& ws, const workspace::job& j, Visit&& visit) {
+AUTOSYNC_ALWAYS_INLINE constexpr void for_each_occupancy(const context& x, std::size_t sv, bool local, double B, Visit&& visit) {
   const auto W = x.fab.workers.size(), S = x.fab.servers.size();
-  const auto sv = static_cast<std::size_t>(j.lane - 1);
-  const bool local = ws.groups[j.group].local;
-  const double B = static_cast<double>(j.bytes);
   const double* unit = x.ps_unit.data() + (local ? 0 : W);
   const int h = x.fab.servers[sv].worker;
   const std::size_t hk = h < 0 ? W : static_cast<std::size_t>(h);
@@ -241,6 +238,13 @@ constexpr void for_each_occupancy(const context& x, const workspace& ws, const w
   if (hk == W) return;
   if (const double o = B * x.ps_host_unit[(local ? 0 : S) + sv]; o > 0.0) visit(hk, o);
   for (std::size_t k = hk + 1; k < W; ++k) visit(k, B * unit[k]);
+}
+
+// The same for PS transfer j (a job of ws.sorted).
+template <class Visit>
+AUTOSYNC_ALWAYS_INLINE constexpr void for_each_occupancy(const context& x, const workspace& ws, const workspace::job& j, Visit&& visit) {
+  for_each_occupancy(x, static_cast<std::size_t>(j.lane - 1), ws.groups[j.group].local, static_cast<double>(j.bytes),
+                     static_cast<Visit&&>(visit));
 }
 
 }  // namespace detail

@@ -26,6 +26,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace autosync::cost::detail {
@@ -37,6 +38,11 @@ struct tally {
   double lane0_nic = 0.0;  // lane 0: sum of the buckets' NIC occupancy (step 8)
   std::uint32_t buckets = 0;
   double last_end = 0.0;
+  std::uint32_t lane0_jobs = 0;  // lane-0 jobs (buckets) created
+  bool lane0_priority = false;   // a lane-0 job has a priority key
+  bool ps_priority = false;      // a PS transfer has a priority key
+  bool in_order = true;          // the jobs were created in ready order
+  std::uint32_t last_pos = 0;    // the ready position of the last bucket closed
 };
 
 // Step 1 (what run needs of the strategy and the items): each group's aspects in ws.groups,
@@ -75,37 +81,42 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
   ws.coll_memo.assign(s.groups.size() * workspace::collective_memo_slots, workspace::collective_memo{});
 }
 
-// Transfer t (a job of ws.jobs) goes B bytes to server sv (detail::ps_transfer), through the
-// server's memo (direct-mapped by bytes).
-constexpr void fill_ps_transfer(const context& x, workspace& ws, workspace::job& t, std::size_t sv, double B, bool local) {
+// Transfer t (a job of ws.jobs) goes B bytes to server sv; price_ps_transfers prices it.
+AUTOSYNC_ALWAYS_INLINE constexpr void fill_ps_transfer(workspace::job& t, std::size_t sv, double B) {
   t.lane = 1 + static_cast<int>(sv);
-  t.bytes = static_cast<std::int64_t>(B);
-  const auto slot = memo_slot(static_cast<std::uint64_t>(B), workspace::ps_memo_log2);
-  auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
-  if (memo.bytes != B || memo.local != local) {
-    double bw_part = 0.0;
-    ps_transfer(x.fab, sv, B, local, t, bw_part);
-    memo = workspace::ps_memo{B, local, t.t1, t.t2, t.t3, bw_part};
-  } else {
-    t.t1 = memo.t1;
-    t.t2 = memo.t2;
-    t.t3 = memo.t3;
+  t.bytes = static_cast<std::int64_t>(B);  // B is a sum of integers: exact, and double(t.bytes) == B
+}
+
+// Step 4's time parts of every PS transfer (detail::ps_transfer) and the servers' bandwidth
+// parts, in creation order, through each server's memo (direct-mapped by bytes: the parts are a
+// pure function of server, bytes and replication). One pass after fusing, so that the memo's
+// loads overlap from one transfer to the next.
+constexpr void price_ps_transfers(const context& x, workspace& ws) {
+  for (auto& t : ws.jobs) {
+    if (t.lane == 0) continue;
+    const auto sv = static_cast<std::size_t>(t.lane - 1);
+    const bool local = ws.groups[t.group].local;
+    const auto slot = memo_slot(static_cast<std::uint64_t>(t.bytes), workspace::ps_memo_log2);
+    auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
+    if (memo.bytes != t.bytes || memo.local != local) {
+      double bw_part = 0.0;
+      ps_transfer(x.fab, sv, static_cast<double>(t.bytes), local, t, bw_part);
+      memo = workspace::ps_memo{t.bytes, local, t.t1, t.t2, t.t3, bw_part};
+    } else {
+      t.t1 = memo.t1;
+      t.t2 = memo.t2;
+      t.t3 = memo.t3;
+    }
+    ws.server_lb[sv] += memo.bw_part;
   }
-  ws.server_lb[sv] += memo.bw_part;
 }
 
 // Step 4 for a parameter-server bucket, whose job is ws.jobs.back() (filled but for its
 // server): one transfer per server the bucket touches, in server order; the bucket's
 // compression is paid once, before its first transfer.
-constexpr void push_ps_transfers(const context& x, workspace& ws, bool local) {
+constexpr void push_ps_transfers_many(workspace& ws) {
   const std::size_t at = ws.jobs.size() - 1;
   const auto head = ws.jobs[at].head, count = ws.jobs[at].count;
-  if (count == 1) {  // one item, one server (the bytes as the general path sums them)
-    const auto& it = ws.items[head];
-    fill_ps_transfer(x, ws, ws.jobs[at], static_cast<std::size_t>(it.server),
-                     0.0 + static_cast<double>(std::max<std::int64_t>(it.wire_bytes, 1)), local);
-    return;
-  }
   for (std::uint32_t i = head, k = 0; k < count; ++k, i = ws.next[i]) {
     const auto sv = static_cast<std::size_t>(ws.items[i].server);
     if (ws.server_bytes[sv] == 0.0) ws.touched.push_back(static_cast<std::uint32_t>(sv));
@@ -119,10 +130,19 @@ constexpr void push_ps_transfers(const context& x, workspace& ws, bool local) {
       ws.jobs.push_back(bucket);
       ws.jobs.back().comp = 0.0;
     }
-    fill_ps_transfer(x, ws, ws.jobs.back(), sv, ws.server_bytes[sv], local);
+    fill_ps_transfer(ws.jobs.back(), sv, ws.server_bytes[sv]);
     ws.server_bytes[sv] = 0.0;
   }
   ws.touched.clear();
+}
+AUTOSYNC_ALWAYS_INLINE constexpr void push_ps_transfers(workspace& ws) {
+  auto& j = ws.jobs.back();
+  if (j.count == 1) {  // one item, one server (the bytes as the general path sums them)
+    const auto& it = ws.items[j.head];
+    fill_ps_transfer(j, static_cast<std::size_t>(it.server), 0.0 + static_cast<double>(std::max<std::int64_t>(it.wire_bytes, 1)));
+    return;
+  }
+  push_ps_transfers_many(ws);
 }
 
 // Step 4 for a lane-0 bucket of `wire` bytes, job j: its collective's time (t1, and t2 for
@@ -163,11 +183,13 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
 
 // Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
 // order) and its jobs (step 4) go to ws.jobs.
-constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, tally& tl) {
+AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, tally& tl) {
   auto& ob = ws.open[gi];
   if (ob.n == 0) return;
   const auto& g = ws.groups[gi];
   const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  tl.in_order = tl.in_order && tl.last_pos <= ob.ready_pos;
+  tl.last_pos = ob.ready_pos;
   auto& j = ws.jobs.emplace_back();  // filled in place
   j.ready_pos = ob.ready_pos;
   j.ready = x.ready_at[ob.ready_pos];
@@ -177,12 +199,19 @@ constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, t
   j.count = ob.n;
   j.key = g.priority ? (static_cast<std::uint64_t>(ob.min_tensor) << 32) : (std::uint64_t{1} << 63);
   j.comp = ob.comp_flops / flops;
-  if (g.arch == architecture_kind::parameter_server) push_ps_transfers(x, ws, g.local);
-  else {
+  if (g.arch == architecture_kind::parameter_server) {
+    tl.ps_priority = tl.ps_priority || g.priority;
+    push_ps_transfers(ws);
+  } else {
+    ++tl.lane0_jobs;
+    tl.lane0_priority = tl.lane0_priority || g.priority;
     const auto slot = memo_slot(static_cast<std::uint64_t>(ob.wire), workspace::collective_memo_log2);
     fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot]);
   }
-  ob = workspace::open_bucket{};
+  ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
+  ob.bytes = 0;
+  ob.wire = 0;
+  ob.comp_flops = 0.0;
   ob.first = false;
 }
 
@@ -223,20 +252,22 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
 
 // The jobs in ready order into ws.sorted (counting sort by ready position; ties keep creation
 // order), buckets renumbered in ready order, each key completed with its job's ready rank.
-constexpr void order_jobs(std::size_t T, workspace& ws, std::uint32_t buckets) {
-  // jobs are created as buckets close, mostly in ready order already (one group always):
-  // then the stable sort is the identity and the buffers swap instead of copying
-  bool in_order = true;
-  for (std::size_t k = 1; k < ws.jobs.size() && in_order; ++k) in_order = ws.jobs[k - 1].ready_pos <= ws.jobs[k].ready_pos;
+constexpr void order_jobs(std::size_t T, workspace& ws, std::uint32_t buckets, bool in_order) {
+  // jobs are created as buckets close, mostly in ready order already (one group always;
+  // `in_order`, from close_bucket): then the stable sort is the identity and the buffers swap
+  // instead of copying
   if (in_order) {
+    // the jobs in creation order, each bucket's jobs side by side: buckets first appear in
+    // creation order, so their ready-order numbers are their creation numbers
     ws.sorted.swap(ws.jobs);
-  } else {
-    ws.hist.assign(T + 1, 0);
-    for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
-    for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
-    ws.sorted.resize(ws.jobs.size());
-    for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
+    for (std::uint32_t k = 0; k < ws.sorted.size(); ++k) ws.sorted[k].key |= k;
+    return;
   }
+  ws.hist.assign(T + 1, 0);
+  for (const auto& j : ws.jobs) ++ws.hist[j.ready_pos + 1];
+  for (std::size_t k = 1; k <= T; ++k) ws.hist[k] += ws.hist[k - 1];
+  ws.sorted.resize(ws.jobs.size());
+  for (const auto& j : ws.jobs) ws.sorted[ws.hist[j.ready_pos]++] = j;
   ws.bucket_number.assign(buckets, 0xffffffffu);
   std::uint32_t numbered = 0;
   for (std::uint32_t k = 0; k < ws.sorted.size(); ++k) {
@@ -286,13 +317,9 @@ AUTOSYNC_ALWAYS_INLINE constexpr double commit(workspace& ws, prediction& r, con
 // index as in the keys): taking the lowest set bit is taking the smallest key.
 constexpr void run_lane0(std::size_t T, workspace& ws, prediction& r, const options& opt, tally& tl) {
   const auto n = static_cast<std::uint32_t>(ws.sorted.size());
-  bool any_priority = false;
-  std::uint32_t count = 0;
-  for (std::uint32_t q = 0; q < n; ++q)
-    if (ws.sorted[q].lane == 0) {
-      ++count;
-      any_priority = any_priority || (ws.sorted[q].key >> 63) == 0;
-    }
+  const bool any_priority = tl.lane0_priority;
+  const std::uint32_t count = tl.lane0_jobs;
+  if (count == 0) return;
   double t = 0.0;
   std::uint32_t k = 0;
   auto skip = [&] { while (k < n && ws.sorted[k].lane != 0) ++k; };
@@ -360,45 +387,115 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     ws.pending[sv].clear();
     ws.ready_heap[sv].clear();
   }
-  bool fifo = true;  // no priority group among the transfers: each server's queue is in ready order
+  const bool fifo = !tl.ps_priority;  // no priority group among the transfers: each server's queue is in ready order
   for (std::uint32_t q = 0; q < n; ++q)
-    if (ws.sorted[q].lane > 0) {
-      ws.pending[static_cast<std::size_t>(ws.sorted[q].lane - 1)].push_back(q);
-      fifo = fifo && (ws.sorted[q].key >> 63) != 0;
+    if (const int lane = ws.sorted[q].lane; lane > 0) {
+      ws.pending[static_cast<std::size_t>(lane - 1)].push_back(q);
       ++count;
     }
   ws.nic_free.assign(W, 0.0);
   ws.nic_sum.assign(W, 0.0);
-  // Server sv's next start and key (its smallest queued key), queuing what is ready by then;
-  // false when it has nothing left. Only the server that runs a transfer changes state: the
-  // others' starts and keys stay as computed (their queues already hold what is ready by their
-  // start), so each step rescans one server.
+  // With priority groups: server sv's next start and key (its smallest queued key), queuing
+  // what is ready by then; false when it has nothing left. Only the server that runs a transfer
+  // changes state: the others' starts and keys stay as computed (their queues already hold what
+  // is ready by their start), so each step rescans one server.
   auto next_of = [&](std::size_t sv) {
     auto& pend = ws.pending[sv];
     auto& heap = ws.ready_heap[sv];
     auto& at = ws.pending_at[sv];
-    // queued: pend[head, at) (fifo: the smallest key is pend[head]'s) or the heap's keys
-    const bool queued = fifo ? ws.pending_head[sv] < at : !heap.empty();
-    if (!queued && at == pend.size()) return false;
+    if (heap.empty() && at == pend.size()) return false;
     // the server's next start: when it is free and its queue has a ready transfer (jobs
     // already queued were ready by the start computed when they were queued)
-    const double ts = std::max(ws.lane_free[1 + sv], queued ? ws.queued_at[sv] : ws.sorted[pend[at]].ready);
+    const double ts = std::max(ws.lane_free[1 + sv], !heap.empty() ? ws.queued_at[sv] : ws.sorted[pend[at]].ready);
     ws.queued_at[sv] = ts;
-    if (fifo) {
-      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) ++at;
-      ws.next_key[sv] = ws.sorted[pend[ws.pending_head[sv]]].key;
-    } else {
-      while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
-        heap.push_back(ws.sorted[pend[at]].key);
-        std::push_heap(heap.begin(), heap.end(), key_greater{});
-        ++at;
-      }
-      ws.next_key[sv] = heap.front();
+    while (at < pend.size() && ws.sorted[pend[at]].ready <= ts) {
+      heap.push_back(ws.sorted[pend[at]].key);
+      std::push_heap(heap.begin(), heap.end(), key_greater{});
+      ++at;
     }
+    ws.next_key[sv] = heap.front();
     return true;
   };
-  ws.live.assign(S, 0);
+  // When transfer j, which server sv started at `start`, ends: its bytes go through each worker
+  // node's NICs after the local reduce and after that node's earlier work (its occupancy there
+  // is added to the node's sum), then the local broadcast.
+  double* nic_free = ws.nic_free.data();
+  double* nic_sum = ws.nic_sum.data();
+  const auto* groups = ws.groups.data();
+  auto through_nics = [&](const workspace::job& j, std::size_t sv, double start) AUTOSYNC_ALWAYS_INLINE {
+    const double pushed = start + j.comp + j.t1;
+    double nic_end = pushed + j.t2;
+    for_each_occupancy(x, sv, groups[j.group].local, static_cast<double>(j.bytes), [&](std::size_t k, double o) AUTOSYNC_ALWAYS_INLINE {
+      const double done_k = std::max(nic_free[k], pushed) + o;
+      nic_free[k] = done_k;
+      nic_sum[k] += o;
+      nic_end = std::max(nic_end, done_k);
+    });
+    return nic_end + j.t3;
+  };
   ws.next_key.resize(S);
+  if (fifo) {
+    // Each server's queue is in ready order and its smallest key is its next transfer's, so its
+    // next start is max(free, that transfer's ready time): what next_of computes (a queued
+    // transfer was ready by the last start, and the lane is free no earlier). A server with
+    // nothing left starts at +inf with the largest key: never the best while one is live.
+    // Everything the loop reads and writes is hoisted into locals (the stores cannot alias
+    // them), and the sums commit would add to `r` are kept in locals in the same order.
+    constexpr double never = std::numeric_limits<double>::infinity();
+    const workspace::job* jobs = ws.sorted.data();
+    double* qa = ws.queued_at.data();
+    std::uint64_t* nk = ws.next_key.data();
+    double* lane_free = ws.lane_free.data();
+    auto head_of = [&](std::size_t sv) AUTOSYNC_ALWAYS_INLINE {
+      const auto& pend = ws.pending[sv];
+      const auto h = ws.pending_head[sv];
+      if (h == pend.size()) {
+        qa[sv] = never;
+        nk[sv] = ~std::uint64_t{0};
+        return;
+      }
+      const auto& j = jobs[pend[h]];
+      qa[sv] = std::max(lane_free[1 + sv], j.ready);
+      nk[sv] = j.key;
+    };
+    for (std::size_t sv = 0; sv < S; ++sv) head_of(sv);
+    double communication = r.communication, compression = r.compression, last_end = tl.last_end;
+    for (std::uint32_t done = 0; done < count; ++done) {
+      std::size_t best = 0;
+      double start = qa[0];
+      std::uint64_t best_key = nk[0];
+      for (std::size_t sv = 1; sv < S; ++sv)
+        if (qa[sv] < start || (qa[sv] == start && nk[sv] < best_key)) {
+          best = sv;
+          start = qa[sv];
+          best_key = nk[sv];
+        }
+      ++ws.pending_head[best];
+      const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
+      const auto& j = jobs[pick];
+      const double end = through_nics(j, best, start);
+      if (opt.timeline) {
+        r.communication = communication;
+        r.compression = compression;
+        tl.last_end = last_end;
+        commit(ws, r, opt, tl, pick, start, end, true);
+        communication = r.communication;
+        compression = r.compression;
+        last_end = tl.last_end;
+      } else {  // commit, on the locals
+        lane_free[1 + best] = end;
+        last_end = std::max(last_end, end);
+        communication += end - start - j.comp;
+        compression += j.comp;
+      }
+      head_of(best);
+    }
+    r.communication = communication;
+    r.compression = compression;
+    tl.last_end = last_end;
+    return;
+  }
+  ws.live.assign(S, 0);
   for (std::size_t sv = 0; sv < S; ++sv) ws.live[sv] = next_of(sv) ? 1 : 0;
   for (std::uint32_t done = 0; done < count; ++done) {
     std::size_t best = S;
@@ -414,26 +511,11 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
         best_key = key;
       }
     }
-    if (fifo) {
-      ++ws.pending_head[best];
-    } else {
-      auto& heap = ws.ready_heap[best];
-      std::pop_heap(heap.begin(), heap.end(), key_greater{});
-      heap.pop_back();
-    }
+    auto& heap = ws.ready_heap[best];
+    std::pop_heap(heap.begin(), heap.end(), key_greater{});
+    heap.pop_back();
     const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
-    const auto& j = ws.sorted[pick];
-    const double pushed = best_start + j.comp + j.t1;  // after the local reduce
-    double nic_end = pushed + j.t2;
-    double* nic_free = ws.nic_free.data();
-    double* nic_sum = ws.nic_sum.data();
-    for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
-      const double done_k = std::max(nic_free[k], pushed) + o;
-      nic_free[k] = done_k;
-      nic_sum[k] += o;
-      nic_end = std::max(nic_end, done_k);
-    });
-    commit(ws, r, opt, tl, pick, best_start, nic_end + j.t3, true);
+    commit(ws, r, opt, tl, pick, best_start, through_nics(ws.sorted[pick], best, best_start), true);
     ws.live[best] = next_of(best) ? 1 : 0;
   }
 }
@@ -501,7 +583,8 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
   tally tl;
   prepare(m, x, s, ws);                          // 1
   fuse_items(m, x, s, ws, tl);                   // 3, 4
-  order_jobs(m.tensors.size(), ws, tl.buckets);  // bucket numbers in ready order
+  if (!x.fab.servers.empty()) price_ps_transfers(x, ws);  // 4
+  order_jobs(m.tensors.size(), ws, tl.buckets, tl.in_order);  // bucket numbers in ready order
   ws.lane_free.assign(1 + x.fab.servers.size(), 0.0);
   if (opt.timeline) r.events.reserve(ws.sorted.size() * 2);
   run_lane0(m.tensors.size(), ws, r, opt, tl);   // 5, 6

@@ -123,29 +123,39 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
   const std::int64_t esize = size_of(t.type);
   std::int32_t slice_axis = axis;
   std::int64_t slice_of_axis = slice;
+  // the tensor's fields the items read, in locals: the items' stores cannot alias them
+  const bool sparse = t.sparse;
+  const std::int64_t rows0 = t.shape[0];
   auto push = [&](std::int32_t ax, std::int64_t pb, std::int64_t pe) AUTOSYNC_ALWAYS_INLINE {  // once per item: inlined
     if (ax != slice_axis) {
       slice_axis = ax;
       slice_of_axis = t.slice_elements(static_cast<std::size_t>(ax));
     }
-    auto& it = out.emplace_back();  // filled in place (no copy of a fresh struct through the stack)
-    it.tensor = ti;
-    it.group = gi;
-    it.axis = ax;
-    it.begin = pb;
-    it.end = pe;
-    it.elements = (pe - pb) * slice_of_axis;
-    it.bytes = it.elements * esize;
-    const std::int64_t rows = ax == 0 ? (pe - pb) : t.shape[0];
+    const std::int64_t elements = (pe - pb) * slice_of_axis;
+    const std::int64_t rows = ax == 0 ? (pe - pb) : rows0;
+    std::int64_t wire = 0;
+    double codec_flops = 0.0;
     if (ext) {
-      const auto c = extension_cost(t, it.elements, rows, g, ranks);
-      it.wire_bytes = c.wire_bytes;
-      it.codec_flops = c.flops;
+      const auto c = extension_cost(t, elements, rows, g, ranks);
+      wire = c.wire_bytes;
+      codec_flops = c.flops;
     } else {
-      it.wire_bytes = wire_bytes_at(t, it.elements, rows, per);
+      wire = sparse ? wire_bytes_at(t, elements, rows, per) : static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
     }
-    it.ready = ready;
-    it.sparse = t.sparse;
+    out.push_back(sync_item{ti, gi, ax, pb, pe, elements, elements * esize, wire, -1, ready, sparse, codec_flops});
+  };
+  // even_shard(d, k, s) for s = 0..k-1 from lo, shard by shard (one division per tensor; none
+  // for a tensor that stays whole, the most common case)
+  auto shards = [&](std::int32_t ax, std::int64_t lo, std::int64_t d, std::int64_t k) AUTOSYNC_ALWAYS_INLINE {
+    if (k == 1) {
+      push(ax, lo, lo + d);
+      return;
+    }
+    for (std::int64_t s = 0, base = d / k, extra = d % k; s < k; ++s) {
+      const std::int64_t hi = lo + base + (s < extra ? 1 : 0);
+      push(ax, lo, hi);
+      lo = hi;
+    }
   };
   switch (g.partitioner.kind) {
     case partitioner_kind::none: push(axis, b, e); break;
@@ -155,23 +165,19 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       const std::int64_t pb = (ax == axis) ? b : 0;
       const std::int64_t pe = (ax == axis) ? e : t.shape[static_cast<std::size_t>(ax)];
       const std::int64_t d = pe - pb;
-      const std::int64_t k = std::min<std::int64_t>(g.partitioner.shards, d);
-      for (std::int64_t s = 0; s < k; ++s) {
-        const auto r = even_shard(d, k, s);
-        push(ax, pb + r.begin, pb + r.end);
-      }
+      shards(ax, pb, d, std::min<std::int64_t>(g.partitioner.shards, d));
       break;
     }
     case partitioner_kind::by_bytes: {
       const std::int64_t d = e - b;
       const auto row_bytes = static_cast<std::uint64_t>(slice) * size_of(t.type);
       const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
-      std::int64_t k = static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes);
-      k = std::clamp<std::int64_t>(k, 1, d);
-      for (std::int64_t s = 0; s < k; ++s) {
-        const auto r = even_shard(d, k, s);
-        push(0, b + r.begin, b + r.end);
-      }
+      // ceil(total / max_bytes) shards, at least 1 and at most d (a tensor within the cap: 1)
+      const std::int64_t k = total <= g.partitioner.max_bytes
+                                 ? 1
+                                 : std::clamp<std::int64_t>(
+                                       static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes), 1, d);
+      shards(0, b, d, k);
       break;
     }
   }
@@ -324,8 +330,42 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     }
   }
   const bool one_bw = std::all_of(bw.begin(), bw.end(), [&](double v) { return v == bw[0]; });
+  const std::size_t servers = load.size();
+  sync_item* its = items.data();
+  if (one_bw) {
+    // Below 1e12 bytes in all, every load is an exact integer and no two sums load + w are within
+    // 1e-12 of each other unless equal: the rule below picks the first least-loaded server, which
+    // integers find without the rounding the loop below guards against (same servers, bit for bit).
+    double total = 0.0;
+    for (const double l : load) total += l;
+    for (const auto i : balanced) total += static_cast<double>(its[i].wire_bytes);
+    if (total < 1e12) {
+      std::array<std::int64_t, 64> small{};
+      std::vector<std::int64_t> large;
+      std::int64_t* il = small.data();
+      if (servers > small.size()) {
+        large.resize(servers);
+        il = large.data();
+      }
+      for (std::size_t sv = 0; sv < servers; ++sv) il[sv] = static_cast<std::int64_t>(load[sv]);
+      for (const auto i : order) {
+        std::size_t best = 0;
+        std::int64_t least = il[0];
+        for (std::size_t sv = 1; sv < servers; ++sv)
+          if (il[sv] < least) {
+            least = il[sv];
+            best = sv;
+          }
+        its[i].server = static_cast<std::int32_t>(best);
+        il[best] += its[i].wire_bytes;
+      }
+      return;
+    }
+  }
+  double* ld = load.data();  // in locals: the stores below cannot alias them
+  const double* bws = bw.data();
   for (const auto i : order) {
-    auto& it = items[i];
+    auto& it = its[i];
     const double w = static_cast<double>(it.wire_bytes);
     std::size_t best = 0;
     if (one_bw) {
@@ -333,25 +373,25 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
       // the least load; the first server whose exact quotient equals it wins, as in the general
       // loop (a load more than 1e-12 above the least divides to a larger quotient: only those near it
       // are divided). The same servers, bit for bit, with about one division per item, not one per server.
-      double least = load[0] + w;
-      for (std::size_t sv = 1; sv < load.size(); ++sv) least = std::min(least, load[sv] + w);
-      const double q = least / bw[0];
-      for (std::size_t sv = 0; sv < load.size(); ++sv) {
-        const double x = load[sv] + w;
-        if (x - least <= least * 1e-12 && x / bw[0] == q) {
+      // A server whose load + w is the least itself wins without a division (its quotient is q).
+      double least = ld[0] + w;
+      for (std::size_t sv = 1; sv < servers; ++sv) least = std::min(least, ld[sv] + w);
+      for (std::size_t sv = 0; sv < servers; ++sv) {
+        const double x = ld[sv] + w;
+        if (x == least || (x - least <= least * 1e-12 && x / bws[0] == least / bws[0])) {
           best = sv;
           break;
         }
       }
     } else {
       double best_t = 0;
-      for (std::size_t sv = 0; sv < bw.size(); ++sv) {
-        const double t = (load[sv] + w) / bw[sv];
+      for (std::size_t sv = 0; sv < servers; ++sv) {
+        const double t = (ld[sv] + w) / bws[sv];
         if (sv == 0 || t < best_t) { best = sv; best_t = t; }
       }
     }
     it.server = static_cast<std::int32_t>(best);
-    load[best] += w;
+    ld[best] += w;
   }
 }
 
