@@ -110,16 +110,34 @@ struct codec_cost {
 }
 
 namespace detail {
-constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::uint32_t ti, std::uint32_t ready,
-                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e, int ranks = 0) {
-  const auto& t = m.tensors[ti];
-  const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
-  // per call, not per item: the tensor and group are fixed
+// What a group's codec does to its items' bytes, worked out once per group: `ext`, a registered
+// compressor or extension slots (extension_cost prices each item); else `per`, the built-in
+// compressor's wire bytes per element (0: none; wire_per_element_at applies it to a dtype).
+struct group_codec {
+  bool ext = false;
+  double per = 0.0;
+};
+[[nodiscard]] constexpr group_codec codec_of(const group_desc& g) {
+  group_codec c;
   // (not a const bool: its initializer would be manifestly constant-evaluated, and
   // is_constant_evaluated() true there)
-  bool ext = false;
-  if (!std::is_constant_evaluated()) ext = is_extension_id(g.compression.id) || !g.ext.empty();
-  const double per = ext ? 0.0 : wire_per_element(t, g.compression.id);
+  if (!std::is_constant_evaluated()) c.ext = is_extension_id(g.compression.id) || !g.ext.empty();
+  if (!c.ext) {
+    const auto info = find_compression(g.compression.id);
+    c.per = info && info->wire_bytes_per_element > 0.0 ? info->wire_bytes_per_element : 0.0;
+  }
+  return c;
+}
+
+// The items of tensor ti's range [b, e) along `axis` in group g (number gi), its codec `gc`
+// (codec_of(g)).
+constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::uint32_t ti, std::uint32_t ready,
+                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e, int ranks,
+                         group_codec gc) {
+  const auto& t = m.tensors[ti];
+  const auto slice = t.slice_elements(static_cast<std::size_t>(axis));
+  const bool ext = gc.ext;
+  const double per = ext ? 0.0 : wire_per_element_at(t.type, gc.per);
   const std::int64_t esize = size_of(t.type);
   std::int32_t slice_axis = axis;
   std::int64_t slice_of_axis = slice;
@@ -182,6 +200,10 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     }
   }
 }
+constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::uint32_t ti, std::uint32_t ready,
+                         const group_desc& g, std::uint32_t gi, std::int32_t axis, std::int64_t b, std::int64_t e, int ranks = 0) {
+  add_items(out, m, ti, ready, g, gi, axis, b, e, ranks, codec_of(g));
+}
 }  // namespace detail
 
 // Per tensor of m: placement_name_hash of its name (the hashed placement's key, less the shard).
@@ -211,19 +233,15 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   }
   items.reserve(m.tensors.size());
   const int ranks = c.world_size();
-  // Per group, once per call: whether a whole tensor is one plain item (no partitioner, no
-  // registered codec or extension slot), and its built-in compressor's wire bytes per element
-  // (0: none). The plain item is add_items' one item for partitioner none, written here with the
-  // same arithmetic: the cost model expands every strategy it evaluates.
-  std::vector<double> plain_per(s.groups.size(), -1.0);  // -1: not plain (wire_per_element_at's `per`)
+  // Per group, once per call: its codec (detail::codec_of), and whether a whole tensor is one
+  // plain item (no partitioner, no registered codec or extension slot). The plain item is
+  // add_items' one item for partitioner none, written here with the same arithmetic: the cost
+  // model expands every strategy it evaluates.
+  std::vector<detail::group_codec> codec(s.groups.size());
+  std::vector<std::uint8_t> plain(s.groups.size(), 0);
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
-    const auto& g = s.groups[gi];
-    if (g.partitioner.kind != partitioner_kind::none) continue;
-    bool ext = false;
-    if (!std::is_constant_evaluated()) ext = is_extension_id(g.compression.id) || !g.ext.empty();
-    if (ext) continue;
-    const auto info = find_compression(g.compression.id);
-    plain_per[gi] = info && info->wire_bytes_per_element > 0.0 ? info->wire_bytes_per_element : 0.0;
+    codec[gi] = detail::codec_of(s.groups[gi]);
+    plain[gi] = s.groups[gi].partitioner.kind == partitioner_kind::none && !codec[gi].ext ? 1 : 0;
   }
   for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
     const auto* a = by_tensor[ti];
@@ -231,7 +249,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     const auto& t = m.tensors[ti];
     if (!a->split()) {
       const auto gi = static_cast<std::size_t>(a->group);
-      if (const double cw = plain_per[gi]; cw >= 0.0) {
+      if (plain[gi]) {
         const std::int64_t esize = size_of(t.type);
         auto& it = items.emplace_back();
         it.tensor = ti;
@@ -239,12 +257,12 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         it.end = t.shape[0];
         it.elements = t.shape[0] * t.slice_elements(0);
         it.bytes = it.elements * esize;
-        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], wire_per_element_at(t.type, cw));
+        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], wire_per_element_at(t.type, codec[gi].per));
         it.ready = ready[ti];
         it.sparse = t.sparse;
         continue;
       }
-      detail::add_items(items, m, ti, ready[ti], s.groups[gi], static_cast<std::uint32_t>(gi), 0, 0, t.shape[0], ranks);
+      detail::add_items(items, m, ti, ready[ti], s.groups[gi], static_cast<std::uint32_t>(gi), 0, 0, t.shape[0], ranks, codec[gi]);
     } else {
       const auto d = t.shape[static_cast<std::size_t>(a->split_axis)];
       const auto k = static_cast<std::int64_t>(a->shard_groups.size());
@@ -252,7 +270,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         const auto r = even_shard(d, k, sh);
         const auto gi = a->shard_groups[static_cast<std::size_t>(sh)];
         detail::add_items(items, m, ti, ready[ti], s.groups[static_cast<std::size_t>(gi)], static_cast<std::uint32_t>(gi),
-                          a->split_axis, r.begin, r.end, ranks);
+                          a->split_axis, r.begin, r.end, ranks, codec[static_cast<std::size_t>(gi)]);
       }
     }
   }
@@ -275,7 +293,12 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     const auto& g = s.groups[it.group];
     if (g.architecture != architecture_kind::parameter_server) continue;
     switch (g.placement.kind) {
-      case placement_kind::round_robin: it.server = static_cast<std::int32_t>(rr[it.group]++ % S); break;
+      case placement_kind::round_robin: {  // the group's k-th item to server k mod S (counted, not divided)
+        auto& next = rr[it.group];
+        it.server = static_cast<std::int32_t>(next);
+        next = next + 1 == S ? 0 : next + 1;
+        break;
+      }
       case placement_kind::pinned: it.server = g.placement.server; break;
       case placement_kind::hashed: {
         // shard index within its tensor: count earlier items of the same tensor
@@ -336,10 +359,18 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     // Below 1e12 bytes in all, every load is an exact integer and no two sums load + w are within
     // 1e-12 of each other unless equal: the rule below picks the first least-loaded server, which
     // integers find without the rounding the loop below guards against (same servers, bit for bit).
+    constexpr std::int64_t limit = 1'000'000'000'000;
     double total = 0.0;
     for (const double l : load) total += l;
-    for (const auto i : balanced) total += static_cast<double>(its[i].wire_bytes);
-    if (total < 1e12) {
+    // the shards' bytes summed in integers (no chain of floating-point adds): each term is below
+    // the limit, so the sum cannot overflow
+    std::int64_t shard_bytes = 0;
+    bool below = total < 1e12;
+    for (const auto i : balanced) {
+      below = below && its[i].wire_bytes < limit;
+      shard_bytes += below ? its[i].wire_bytes : 0;
+    }
+    if (below && total + static_cast<double>(shard_bytes) < 1e12) {
       std::array<std::int64_t, 64> small{};
       std::vector<std::int64_t> large;
       std::int64_t* il = small.data();
