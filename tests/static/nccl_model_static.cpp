@@ -40,17 +40,17 @@ static_assert(ar(h100(2, transport_kind::rdma), topology_kind::ring, 1 << 24) < 
 static_assert(cost::lower_bound(cost::make_fabric(h100(2, transport_kind::rdma)), 1 << 26) <=
               ar(h100(2, transport_kind::rdma), topology_kind::tree, 1 << 26));
 // Channels grow with the message (NCCL's threshold rule) up to the communicator's count.
-static_assert(cost::nccl::channels_for(cost::make_fabric(h100(2, transport_kind::rdma)).world, cost::nccl::algorithm::ring,
+static_assert(cost::nccl::channels_for(cost::make_fabric(h100(2, transport_kind::rdma)).world(), cost::nccl::algorithm::ring,
                                        cost::nccl::protocol::simple, 64.0 * 1024) == 2);
-static_assert(cost::nccl::channels_for(cost::make_fabric(h100(2, transport_kind::rdma)).world, cost::nccl::algorithm::ring,
+static_assert(cost::nccl::channels_for(cost::make_fabric(h100(2, transport_kind::rdma)).world(), cost::nccl::algorithm::ring,
                                        cost::nccl::protocol::simple, 1e9) == 16);
 // Across nodes LL128 runs over RDMA only.
-static_assert(cost::nccl::available(cost::make_fabric(h100(2, transport_kind::rdma)).world, cost::nccl::operation::all_reduce,
+static_assert(cost::nccl::available(cost::make_fabric(h100(2, transport_kind::rdma)).world(), cost::nccl::operation::all_reduce,
                                     cost::nccl::algorithm::ring, cost::nccl::protocol::ll128));
-static_assert(!cost::nccl::available(cost::make_fabric(h100(2, transport_kind::efa)).world, cost::nccl::operation::all_reduce,
+static_assert(!cost::nccl::available(cost::make_fabric(h100(2, transport_kind::efa)).world(), cost::nccl::operation::all_reduce,
                                      cost::nccl::algorithm::ring, cost::nccl::protocol::ll128));
 // NCCL's default for a large all-reduce over 2 nodes is a Simple protocol.
-static_assert(cost::nccl::select(cost::make_fabric(h100(2, transport_kind::rdma)).world, cost::nccl::operation::all_reduce, 1e9).proto ==
+static_assert(cost::nccl::select(cost::make_fabric(h100(2, transport_kind::rdma)).world(), cost::nccl::operation::all_reduce, 1e9).proto ==
               cost::nccl::protocol::simple);
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -233,6 +234,35 @@ TEST_CASE("load-balanced placement: largest first to the least-loaded server, be
   const std::vector<std::int32_t> want{0, 1, 2, 1, 2, 0, 1, 2, 2};
   CHECK(servers_of(1) == want);
   CHECK(servers_of(std::int64_t{1} << 30) == want);  // 28000 x 2^30 bytes alone is above 1e12
+}
+
+TEST_CASE("load-balanced placement: the greedy by hand, for 1 to 70 servers") {
+  // 60 tensors of pseudo-random sizes with repeats; the reference is the rule itself: shards
+  // largest first (ties in item order), each to the first server of least load.
+  std::vector<std::int64_t> elements;
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 60; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    elements.push_back(static_cast<std::int64_t>(1 + (x >> 33) % 7) * 1000);
+  }
+  const auto m = tiny_model(elements);
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  g.placement = placement_value{placement_kind::load_balanced, 0};
+  for (int servers : {1, 2, 3, 4, 5, 7, 8, 9, 12, 64, 70}) {
+    CAPTURE(servers);
+    const auto c = ps_cluster(2, 1, servers);
+    const auto items = expand(m, c, uniform_strategy(m, g));
+    std::vector<std::size_t> order(items.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return items[a].wire_bytes > items[b].wire_bytes; });
+    std::vector<std::int64_t> load(static_cast<std::size_t>(servers), 0);
+    for (const auto i : order) {
+      const auto best = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      CHECK(items[i].server == static_cast<std::int32_t>(best));
+      load[best] += items[i].wire_bytes;
+    }
+  }
 }
 
 TEST_CASE("parameter server: local replication") {

@@ -44,7 +44,7 @@ cluster_spec h100(int nodes, transport_kind kind, int nics = 8, double nic_bw = 
 }  // namespace
 
 TEST_CASE("nccl model: latencies are NCCL's tables plus the transport's message latency") {
-  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world;
+  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world();
   REQUIRE(f.p == 16);
   REQUIRE(f.nodes == 2);
   REQUIRE(f.channels == 16);  // 2 per NIC
@@ -53,7 +53,7 @@ TEST_CASE("nccl model: latencies are NCCL's tables plus the transport's message 
   // tree LL128: base 14 + 2 (7 x NVLink 1.25 + 1 x NET 8.5)
   CHECK(nc::latency_us(f, nc::operation::all_reduce, nc::algorithm::tree, nc::protocol::ll128, true) == Approx(14 + 2 * (7 * 1.25 + 8.5)));
   // TCP-based GPUDirect: 40 us more per network hop (twice with Simple: NCCL's flush)
-  const auto t = cost::make_fabric(h100(2, transport_kind::gpudirect_tcp)).world;
+  const auto t = cost::make_fabric(h100(2, transport_kind::gpudirect_tcp)).world();
   CHECK(nc::latency_us(t, nc::operation::all_reduce, nc::algorithm::ring, nc::protocol::ll, true) == Approx(6.6 + 28 + 2 * (2.7 + 40)));
   CHECK(nc::latency_us(t, nc::operation::all_reduce, nc::algorithm::ring, nc::protocol::simple, true) ==
         Approx(8.4 + 28 * 3.4 + 2 * (14 + 80)));  // NVLink Simple hop 3.4 > the 3 us post
@@ -62,14 +62,14 @@ TEST_CASE("nccl model: latencies are NCCL's tables plus the transport's message 
   // latency_scale multiplies the whole latency
   auto slow = h100(2, transport_kind::rdma);
   slow.latency_scale = 2.0;
-  const auto fs = cost::make_fabric(slow).world;
+  const auto fs = cost::make_fabric(slow).world();
   CHECK(nc::time(fs, nc::operation::all_reduce, nc::algorithm::ring, nc::protocol::ll, 8) -
             nc::time(f, nc::operation::all_reduce, nc::algorithm::ring, nc::protocol::ll, 8) ==
         Approx((6.6 + 28 + 2 * 2.7) * 1e-6));
 }
 
 TEST_CASE("nccl model: a large ring all-reduce by hand") {
-  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world;
+  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world();
   const double n = 1 << 30;
   const double load = 2.0 * 15 / 16;                     // bytes per byte through a link and the NICs
   const double net = 8 * 25e9 * 0.94;                    // 8 NICs x line rate x RDMA efficiency
@@ -84,7 +84,7 @@ TEST_CASE("nccl model: a large ring all-reduce by hand") {
 }
 
 TEST_CASE("nccl model: channels grow with the message") {
-  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world;
+  const auto f = cost::make_fabric(h100(2, transport_kind::rdma)).world();
   int last = 0;
   for (double n = 1024; n <= 1e9; n *= 2) {
     const int c = nc::channels_for(f, nc::algorithm::ring, nc::protocol::simple, n);
@@ -102,7 +102,7 @@ TEST_CASE("nccl model: channels grow with the message") {
 TEST_CASE("nccl model: NCCL's choice moves from LL to Simple and never to a protocol the transport lacks") {
   for (auto kind : {transport_kind::rdma, transport_kind::efa, transport_kind::slingshot, transport_kind::gpudirect_tcp, transport_kind::tcp}) {
     CAPTURE(static_cast<int>(kind));
-    const auto f = cost::make_fabric(h100(2, kind)).world;
+    const auto f = cost::make_fabric(h100(2, kind)).world();
     CHECK(nc::select(f, nc::operation::all_reduce, 8).proto == nc::protocol::ll);
     CHECK(nc::select(f, nc::operation::all_reduce, 4e9).proto == nc::protocol::simple);
     const bool ll128 = cost::defaults_of(kind).ll128;
@@ -113,11 +113,11 @@ TEST_CASE("nccl model: NCCL's choice moves from LL to Simple and never to a prot
   // one node: LL128 runs (NVLink), NVLS when the hardware has it
   auto one = h100(1, transport_kind::rdma);
   one.nvls = true;
-  const auto f1 = cost::make_fabric(one).world;
+  const auto f1 = cost::make_fabric(one).world();
   CHECK(nc::available(f1, nc::operation::all_reduce, nc::algorithm::nvls, nc::protocol::simple));
   CHECK(nc::select(f1, nc::operation::all_reduce, 4e9).algo == nc::algorithm::nvls);
   one.nvls = false;
-  CHECK_FALSE(nc::available(cost::make_fabric(one).world, nc::operation::all_reduce, nc::algorithm::nvls, nc::protocol::simple));
+  CHECK_FALSE(nc::available(cost::make_fabric(one).world(), nc::operation::all_reduce, nc::algorithm::nvls, nc::protocol::simple));
 }
 
 TEST_CASE("nccl model: a selector chooses as select on its profile does, bit for bit") {
@@ -141,7 +141,7 @@ TEST_CASE("nccl model: a selector chooses as select on its profile does, bit for
   for (const auto& c : cs) {
     CAPTURE(c.name);
     const auto f = cost::make_fabric(c);
-    for (const auto* p : {&f.world, &f.intra_comm, &f.inter_comm}) {
+    for (const auto* p : {&f.world(), &f.intra_comm(), &f.inter_comm()}) {
       const auto s = nc::make_selector(*p);
       for (int o = 0; o < nc::operation_count; ++o)
         for (auto al : allowed)
@@ -179,8 +179,8 @@ TEST_CASE("nccl model: every algorithm and protocol is at least the fabric's low
           CHECK(cost::all_reduce(f, topology_value{topology_kind::hierarchical, i, o}, n) >= lb * (1 - 1e-12));
       for (int a = 0; a < nc::algorithm_count; ++a)
         for (int q = 0; q < nc::protocol_count; ++q)
-          if (nc::available(f.world, nc::operation::all_reduce, nc::algorithm(a), nc::protocol(q)))
-            CHECK(nc::time(f.world, nc::operation::all_reduce, nc::algorithm(a), nc::protocol(q), n) >= nc::bound(f.world, nc::operation::all_reduce, n));
+          if (nc::available(f.world(), nc::operation::all_reduce, nc::algorithm(a), nc::protocol(q)))
+            CHECK(nc::time(f.world(), nc::operation::all_reduce, nc::algorithm(a), nc::protocol(q), n) >= nc::bound(f.world(), nc::operation::all_reduce, n));
     }
   }
 }

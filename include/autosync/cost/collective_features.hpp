@@ -212,14 +212,14 @@ namespace detail::coll {
     e.choice = f.p <= 1 ? nccl::choice{} : nccl_choice(f, c);
     e.analytical = e.choice.time;
     e.floor = analytical_time(f, tiny);
-    e.bound = nccl::bound(f.world, op, c.bytes);
+    e.bound = nccl::bound(f.world(), op, c.bytes);
     ring_time = analytical_time(f, ring);
     alg_index = static_cast<double>(e.choice.algo);
     proto_index = static_cast<double>(e.choice.proto);
-    if (f.world.channels > 0 && f.p > 1)
-      channel_share = static_cast<double>(nccl::channels_for(f.world, e.choice.algo, e.choice.proto, c.bytes)) / f.world.channels;
-    if (f.nodes > 1 && f.world.bw_net > 0.0) intra_over_net = std::log2(f.world.g * f.world.bw_intra / f.world.bw_net);
-    if (f.nodes > 1 && f.world.g <= 1) intra_over_net = 0.0;
+    if (f.world().channels > 0 && f.p > 1)
+      channel_share = static_cast<double>(nccl::channels_for(f.world(), e.choice.algo, e.choice.proto, c.bytes)) / f.world().channels;
+    if (f.nodes > 1 && f.world().bw_net > 0.0) intra_over_net = std::log2(f.world().g * f.world().bw_intra / f.world().bw_net);
+    if (f.nodes > 1 && f.world().g <= 1) intra_over_net = 0.0;
   } else {
     e.topology = costed_topology(f, c);
     e.analytical = collective_time(f, c.op, e.topology, c.bytes);

@@ -95,10 +95,13 @@ struct fabric {
   std::vector<server_cost> servers;  // cluster.server_nodes() order: the `server` of a sync_item
   std::vector<worker_cost> workers;  // worker nodes in cluster order
   // NCCL backend (cluster_spec::backend): the world communicator, the intra-node one and one of
-  // the g side-by-side inter-node ones (hierarchical topologies)
+  // the g side-by-side inter-node ones (hierarchical topologies), each as the selector
+  // nccl::select reads (the collectives below), which holds the communicator's profile
   bool nccl = false;
-  nccl::profile world{}, intra_comm{}, inter_comm{};
-  nccl::selector world_select{}, intra_select{}, inter_select{};  // the same, for nccl::select (the collectives below)
+  nccl::selector world_select{}, intra_select{}, inter_select{};
+  [[nodiscard]] constexpr const nccl::profile& world() const noexcept { return world_select.f; }
+  [[nodiscard]] constexpr const nccl::profile& intra_comm() const noexcept { return intra_select.f; }
+  [[nodiscard]] constexpr const nccl::profile& inter_comm() const noexcept { return inter_select.f; }
 
   // The link a flat collective sees with `flows` streams per node through the NICs.
   [[nodiscard]] constexpr link_cost flat(int flows) const noexcept {
@@ -172,12 +175,9 @@ struct fabric {
       pcie = pcie || (n.devices > 1 && n.intra.bandwidth < 64e9);  // below NVLink rates: a PCIe path
     }
     const double bi = inverse(f.intra.beta), bn = inverse(f.inter.beta);
-    f.world = nccl::make_profile(c, f.p, f.nodes, f.g, bi, bn, nics, pcie);
-    f.intra_comm = nccl::make_profile(c, f.g, 1, f.g, bi, bn, nics, pcie);
-    f.inter_comm = nccl::make_profile(c, f.nodes, f.nodes, 1, bi, bn / f.g, std::max(1, nics / f.g), pcie);
-    f.world_select = nccl::make_selector(f.world);
-    f.intra_select = nccl::make_selector(f.intra_comm);
-    f.inter_select = nccl::make_selector(f.inter_comm);
+    f.world_select = nccl::make_selector(nccl::make_profile(c, f.p, f.nodes, f.g, bi, bn, nics, pcie));
+    f.intra_select = nccl::make_selector(nccl::make_profile(c, f.g, 1, f.g, bi, bn, nics, pcie));
+    f.inter_select = nccl::make_selector(nccl::make_profile(c, f.nodes, f.nodes, 1, bi, bn / f.g, std::max(1, nics / f.g), pcie));
   }
   return f;
 }
@@ -266,7 +266,7 @@ namespace detail {
 [[nodiscard]] constexpr double lower_bound(const fabric& f, double n) noexcept {
   if (f.p <= 1) return 0.0;
   if (f.nccl) {
-    const auto& w = f.world;
+    const auto& w = f.world();
     const double rank = f.g > 1 ? detail::frac(f.p) * n / w.bw_intra : 0.0;
     const double node = f.nodes > 1 ? (w.collnet ? 1.0 : 2.0 * detail::frac(f.nodes)) * n / w.bw_net : 0.0;
     return std::max(rank, node);
@@ -281,14 +281,14 @@ namespace detail {
 // with parameter-server traffic (estimate.hpp, 8) and the report's NIC time (search/report.hpp).
 [[nodiscard]] constexpr double nic_occupancy(const fabric& f, double n) noexcept {
   if (f.nodes <= 1) return 0.0;
-  if (f.nccl) return (f.world.collnet ? 1.0 : 2.0 * detail::frac(f.nodes)) * n / f.world.bw_net;
+  if (f.nccl) return (f.world().collnet ? 1.0 : 2.0 * detail::frac(f.nodes)) * n / f.world().bw_net;
   return all_reduce_lower_bound(f.nodes, n, f.inter.beta);
 }
 // How long a lane-0 collective of n bytes keeps every rank's own link busy: the rank term of
 // lower_bound (0 with one rank per node).
 [[nodiscard]] constexpr double link_occupancy(const fabric& f, double n) noexcept {
   if (f.p <= 1 || f.g <= 1) return 0.0;
-  if (f.nccl) return detail::frac(f.p) * n / f.world.bw_intra;
+  if (f.nccl) return detail::frac(f.p) * n / f.world().bw_intra;
   return all_reduce_lower_bound(f.p, n, f.intra.beta);
 }
 // The same for a sparse all-gather: the other nodes' (N-1)/N of p x n bytes come in through the NICs.
