@@ -362,12 +362,12 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     constexpr std::int64_t limit = 1'000'000'000'000;
     double total = 0.0;
     for (const double l : load) total += l;
-    // the shards' bytes summed in integers (no chain of floating-point adds): each term is below
-    // the limit, so the sum cannot overflow
+    // the shards' bytes summed in integers (no chain of floating-point adds), stopping at the
+    // limit: the sum stays below twice the limit
     std::int64_t shard_bytes = 0;
     bool below = total < 1e12;
     for (const auto i : balanced) {
-      below = below && its[i].wire_bytes < limit;
+      below = below && its[i].wire_bytes < limit && shard_bytes < limit;
       shard_bytes += below ? its[i].wire_bytes : 0;
     }
     if (below && total + static_cast<double>(shard_bytes) < 1e12) {
