@@ -439,13 +439,10 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     // next start is max(free, that transfer's ready time): what next_of computes (a queued
     // transfer was ready by the last start, and the lane is free no earlier). A server with
     // nothing left starts at +inf with the largest key: never the best while one is live.
-    // Everything the loop reads and writes is hoisted into locals (the stores cannot alias
-    // them), and the sums commit would add to `r` are kept in locals in the same order.
     constexpr double never = std::numeric_limits<double>::infinity();
     const workspace::job* jobs = ws.sorted.data();
     double* qa = ws.queued_at.data();
     std::uint64_t* nk = ws.next_key.data();
-    double* lane_free = ws.lane_free.data();
     auto head_of = [&](std::size_t sv) AUTOSYNC_ALWAYS_INLINE {
       const auto& pend = ws.pending[sv];
       const auto h = ws.pending_head[sv];
@@ -455,11 +452,10 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
         return;
       }
       const auto& j = jobs[pend[h]];
-      qa[sv] = std::max(lane_free[1 + sv], j.ready);
+      qa[sv] = std::max(ws.lane_free[1 + sv], j.ready);
       nk[sv] = j.key;
     };
     for (std::size_t sv = 0; sv < S; ++sv) head_of(sv);
-    double communication = r.communication, compression = r.compression, last_end = tl.last_end;
     for (std::uint32_t done = 0; done < count; ++done) {
       std::size_t best = 0;
       double start = qa[0];
@@ -472,27 +468,9 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
         }
       ++ws.pending_head[best];
       const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
-      const auto& j = jobs[pick];
-      const double end = through_nics(j, best, start);
-      if (opt.timeline) {
-        r.communication = communication;
-        r.compression = compression;
-        tl.last_end = last_end;
-        commit(ws, r, opt, tl, pick, start, end, true);
-        communication = r.communication;
-        compression = r.compression;
-        last_end = tl.last_end;
-      } else {  // commit, on the locals
-        lane_free[1 + best] = end;
-        last_end = std::max(last_end, end);
-        communication += end - start - j.comp;
-        compression += j.comp;
-      }
+      commit(ws, r, opt, tl, pick, start, through_nics(jobs[pick], best, start), true);
       head_of(best);
     }
-    r.communication = communication;
-    r.compression = compression;
-    tl.last_end = last_end;
     return;
   }
   ws.live.assign(S, 0);

@@ -371,13 +371,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
       shard_bytes += below ? its[i].wire_bytes : 0;
     }
     if (below && total + static_cast<double>(shard_bytes) < 1e12) {
-      std::array<std::int64_t, 64> small{};
-      std::vector<std::int64_t> large;
-      std::int64_t* il = small.data();
-      if (servers > small.size()) {
-        large.resize(servers);
-        il = large.data();
-      }
+      std::vector<std::int64_t> il(servers);
       for (std::size_t sv = 0; sv < servers; ++sv) il[sv] = static_cast<std::int64_t>(load[sv]);
       for (const auto i : order) {
         std::size_t best = 0;
