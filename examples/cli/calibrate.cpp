@@ -3,7 +3,9 @@
 // `optimize` and `run` take with --cluster.
 //
 // `autosync calibrate --nccl-tests LOG --nodes N --devices-per-node G [--sizes B1,B2,...]`: a GPU
-// machine from an nccl-tests log the user already has (no MPI, no GPU needed). The data-sheet
+// machine from an nccl-tests log the user already has (no MPI, no GPU needed): the text output
+// or the JSON report of -J (io/nccl_tests_json.hpp; its devices give --nodes and
+// --devices-per-node when they are not set). The data-sheet
 // cluster (--cluster, default dgx-h100-x1: its first node, replicated to N nodes of G devices;
 // --transport sets the network's kind) is fitted to the log's rows (cost/nccl_calibrate.hpp):
 // to the rows of --sizes, or to --points of them spread over the log's range (default 4). Prints
@@ -12,6 +14,7 @@
 
 #include <autosync/cost/nccl_calibrate.hpp>
 #include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/io/nccl_tests_json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -61,8 +64,24 @@ struct calibrate_opts {
   std::string section;
 };
 
-int run_calibrate_log(const calibrate_opts& co) {
+int run_calibrate_log(calibrate_opts co) {
   if (co.out.empty()) throw error("--out", "needs a file name for the cluster JSON");
+  // the log's rows (a JSON report also says the machine's shape: the defaults of --nodes and
+  // --devices-per-node)
+  io::nccl_tests_shape shape;
+  const auto log = io::load_nccl_tests(co.nccl_tests, &shape);
+  std::string inferred;
+  if (co.nodes == 0 && shape.hosts > 0) {
+    co.nodes = shape.hosts;
+    inferred += " --nodes " + std::to_string(co.nodes);
+  }
+  if (co.devices_per_node == 0 && shape.hosts > 0 && shape.ranks % shape.hosts == 0) {
+    co.devices_per_node = shape.ranks / shape.hosts;
+    inferred += " --devices-per-node " + std::to_string(co.devices_per_node);
+  }
+  if (!inferred.empty()) std::cout << "autosync calibrate: from the report's devices:" << inferred << "\n";
+  if (co.nodes == 0) throw error("--nodes", "is required (the machine's node count; only a JSON report says it)");
+  if (co.devices_per_node == 0) throw error("--devices-per-node", "is required (GPUs per node; only a JSON report says it)");
   if (co.nodes < 1 || co.nodes > 65536) throw error("--nodes", "must be in [1, 65536]");
   if (co.devices_per_node < 1 || co.devices_per_node > 1024) throw error("--devices-per-node", "must be in [1, 1024]");
   if (co.nodes * co.devices_per_node < 2) throw error("--nodes", "a collective needs at least 2 ranks (nodes x devices-per-node)");
@@ -82,8 +101,6 @@ int run_calibrate_log(const calibrate_opts& co) {
   }
   if (!co.transport.empty() && !parse_enum(co.transport, c.transport.kind))
     throw error("--transport", "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ")");
-  // the log's rows
-  const auto log = cost::nccl_tests::load(co.nccl_tests);
   const cost::nccl_tests::section* sec = nullptr;
   for (const auto& s : log.sections)
     if (co.section.empty() ? !s.rows.empty() : s.title.starts_with(co.section)) {
@@ -92,9 +109,20 @@ int run_calibrate_log(const calibrate_opts& co) {
     }
   if (!sec || sec->rows.empty())
     throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows" + (co.section.empty() ? std::string() : " in section '" + co.section + "'"));
+  // one data type and reduction: the rows of the section's first (type, redop); a log of several
+  // (nccl-tests -d all, -o all) measures each size once per pair
   std::vector<cost::calibration_point> all;
-  for (const auto& r : sec->rows)
+  std::size_t other = 0;
+  for (const auto& r : sec->rows) {
+    if (r.type != sec->rows.front().type || r.redop != sec->rows.front().redop) {
+      ++other;
+      continue;
+    }
     if (r.bytes > 0) all.push_back({static_cast<double>(r.bytes), r.seconds()});
+  }
+  if (other > 0)
+    std::cout << "autosync calibrate: fitting the rows of " << sec->rows.front().type << " " << sec->rows.front().redop << "; " << other
+              << " row(s) of other data types or reductions left out\n";
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   if (all.empty()) throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows with a positive size");
   std::vector<cost::calibration_point> fit;
@@ -229,9 +257,9 @@ subcommand add_calibrate(CLI::App& app) {
   auto* sub = app.add_subcommand("calibrate", "measure this host's MPI transport (under mpirun), or fit a GPU machine to an nccl-tests log "
                                                "(--nccl-tests), and write a cluster JSON");
   sub->add_option("--out", co->out, "cluster JSON file to write")->required();
-  sub->add_option("--nccl-tests", co->nccl_tests, "fit to this nccl-tests log (all_reduce_perf etc. output) instead of measuring");
-  sub->add_option("--nodes", co->nodes, "with --nccl-tests: nodes the log ran on");
-  sub->add_option("--devices-per-node", co->devices_per_node, "with --nccl-tests: GPUs (ranks) per node");
+  sub->add_option("--nccl-tests", co->nccl_tests, "fit to this nccl-tests log (all_reduce_perf etc.: the text output or the JSON report of -J) instead of measuring");
+  sub->add_option("--nodes", co->nodes, "with --nccl-tests: nodes the log ran on (default: a JSON report's hosts)");
+  sub->add_option("--devices-per-node", co->devices_per_node, "with --nccl-tests: GPUs (ranks) per node (default: a JSON report's ranks per host)");
   sub->add_option("--sizes", co->sizes, "with --nccl-tests: fit to these rows only (bytes, comma separated)")->delimiter(',');
   sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")->capture_default_str();
   sub->add_option("--cluster", co->cluster, "with --nccl-tests: data-sheet cluster (preset or JSON) whose first node is the machine's")

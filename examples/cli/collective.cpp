@@ -12,6 +12,8 @@
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_model.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -64,7 +66,9 @@ int run_collective(const collective_opts& o) {
   }
   if (sizes.empty()) throw error("--bytes", "needs at least one size");
   const auto f = cost::make_fabric(c);
-  if (o.json) std::cout << "{\"cluster\": \"" << c.name << "\", \"op\": \"" << o.op << "\", \"algorithm\": \"" << o.algorithm << "\", \"sizes\": [";
+  if (o.json)  // the name as a JSON string (a cluster file's name may hold quotes or backslashes)
+    std::cout << "{\"cluster\": " << nlohmann::json(c.name).dump() << ", \"op\": \"" << o.op << "\", \"algorithm\": \"" << o.algorithm
+              << "\", \"sizes\": [";
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const cost::collective col{op, alg, sizes[i]};
     const double t = cost::analytical_time(f, col);

@@ -2,7 +2,8 @@
 // with the unit test that replays their seed corpus (tests/unit/text_corpus.cpp):
 //
 //   nccl_tests_log   cost::nccl_tests::parse, the output of nccl-tests' *_perf programs that the
-//                    calibration and the learned collective correction read
+//                    calibration and the learned collective correction read (a text that opens
+//                    with '{': io::parse_nccl_tests_json, the JSON report of -J)
 //   trial_records    learn::parse_records, the JSON Lines trial records the learner trains on
 //                    (each line holds a model, a cluster and a strategy: the three JSON loaders
 //                    once more, under the record's own checks)
@@ -10,7 +11,8 @@
 // For any bytes:
 //   1. The loader returns a value or throws autosync::error; anything else escaping (nlohmann
 //      exceptions, std::out_of_range, bad_alloc, a sanitizer report) is a bug.
-//   2. The error names a line inside the text: "'line N': ..." for a log; for records
+//   2. The error names a line inside the text: "'line N': ..." for a log ("fuzz.json:<line>: ..."
+//      for a JSON report); for records
 //      "fuzz.json:<line>[:<col>]: ...", 1 <= line <= lines of the input.
 //   3. What is accepted is usable: every row of a log has finite, non-negative figures, a
 //      positive time, and no more rows than lines; every record is valid, and its written line
@@ -23,6 +25,7 @@
 #include "json_targets.hpp"
 
 #include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/io/nccl_tests_json.hpp>
 #include <autosync/learn/records.hpp>
 
 #include <algorithm>
@@ -51,13 +54,19 @@ inline void check_log_error(std::string_view text, const error& e) {
 
 inline bool nccl_tests_log(std::string_view text) {
   cost::nccl_tests::log lg;
+  // a JSON report (-J) where io::load_nccl_tests would read one: errors name the file and line
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const bool report = first != std::string_view::npos && text[first] == '{';
   try {
-    lg = cost::nccl_tests::parse(text);
+    io::nccl_tests_shape shape;
+    lg = report ? io::parse_nccl_tests_json(text, std::string(file_name), &shape) : cost::nccl_tests::parse(text);
+    require(shape.hosts >= 0 && shape.ranks >= 0 && (shape.hosts == 0 || shape.ranks > 0), "an impossible shape is accepted");
   } catch (const error& e) {
-    check_log_error(text, e);
+    if (report) check_error(text, e);
+    else check_log_error(text, e);
     return false;
   }
-  require(lg.rows() <= line_count(text), "more rows than lines");
+  require(report || lg.rows() <= line_count(text), "more rows than lines");
   for (const auto& s : lg.sections) {
     require(!s.rows.empty(), "an empty section is kept");
     for (const auto& r : s.rows) {

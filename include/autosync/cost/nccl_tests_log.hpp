@@ -13,10 +13,19 @@
 //                    tests/data/collectives/h100_1node_nvls_and_2node_ndr400_allreduce.txt)
 // Every other line (banners, device lists, shell prompts, averages) is skipped. A line that
 // starts with a number but is not a well-formed row is an error naming its line number.
-// #wrong may be "N/A" (validation off). Older nccl-tests (before 2.10) print 12 columns, without
-// `root`, and an "error" column in place of #wrong; both layouts are read. Lines prefixed by
-// mpirun's --tag-output ("[1,0]<stdout>:") are read without the prefix. Used by the calibration test and benchmark, and by
-// the learner that fits NCCL-style constants.
+// #wrong may be "N/A" (validation off). The columns of a row follow the table's header line
+// ("#  size  count  type  redop  root  time ..."), which the versions print differently:
+//   - before 2.10: 12 columns, no `root`, and "error" in place of #wrong;
+//   - `-I 1` (2.19, per-iteration timing): i_min i_max i_p99 i_cv% after each #wrong;
+//   - `-S 1` (timestamps): the date and time of the row after the in-place columns;
+//   - `-C 1`: "cputime" in place of "time" (read as the row's time);
+//   - a row whose out-of-place columns are blank (trace replay: 30 or more blanks after the
+//     root column) has the in-place figures only, and takes them for both.
+// Without a header line a row has 13 columns, or 12 without root. Lines prefixed by mpirun's
+// --tag-output ("[1,0]<stdout>:") or by Slurm's srun --label ("0: ") are read without the
+// prefix. The JSON report of `-J` is read by io/nccl_tests_json.hpp (io::load_nccl_tests reads
+// either). Used by the calibration test and benchmark, and by the learner that fits NCCL-style
+// constants.
 #pragma once
 
 #include <autosync/error.hpp>
@@ -81,6 +90,41 @@ template <class T>
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
+
+// Where a data row's figures are, as the table's header line says (or the defaults without one).
+struct layout {
+  bool root = true;     // a root column after redop
+  int per_iter = 0;     // columns after each #wrong (-I 1: i_min i_max i_p99 i_cv%)
+  int trailing = 0;     // tokens after the in-place columns (-S 1: date and time)
+  bool from_header = false;
+  [[nodiscard]] std::size_t block() const noexcept { return 4 + static_cast<std::size_t>(per_iter); }  // time algbw busbw #wrong [...]
+  [[nodiscard]] std::size_t lead() const noexcept { return root ? 5 : 4; }
+  [[nodiscard]] std::size_t columns() const noexcept { return lead() + 2 * block() + static_cast<std::size_t>(trailing); }
+};
+
+// The layout a header line's tokens (after '#') describe, if they are the column header.
+[[nodiscard]] inline bool header_layout(const std::vector<std::string_view>& h, layout& out) {
+  if (h.size() < 12 || h[0] != "size" || h[1] != "count" || h[2] != "type" || h[3] != "redop") return false;
+  auto is_time = [](std::string_view t) { return t == "time" || t == "cputime"; };
+  auto is_wrong = [](std::string_view t) { return t == "#wrong" || t == "error"; };
+  layout l;
+  l.root = h[4] == "root";
+  std::size_t i = l.lead();
+  if (i + 4 > h.size() || !is_time(h[i]) || h[i + 1] != "algbw" || h[i + 2] != "busbw" || !is_wrong(h[i + 3])) return false;
+  std::size_t j = i + 4;
+  while (j < h.size() && !is_time(h[j])) ++j;  // the per-iteration columns, up to the in-place time
+  if (j + 4 > h.size() || h[j + 1] != "algbw" || h[j + 2] != "busbw" || !is_wrong(h[j + 3])) return false;
+  l.per_iter = static_cast<int>(j - i - 4);
+  const std::size_t end = j + 4 + static_cast<std::size_t>(l.per_iter);
+  if (end > h.size()) return false;
+  if (end < h.size()) {
+    if (end + 1 != h.size() || h[end] != "timestamp") return false;
+    l.trailing = 2;  // "%Y-%m-%d %H:%M:%S"
+  }
+  l.from_header = true;
+  out = l;
+  return true;
+}
 }  // namespace detail
 
 // Parses the text of a log. Throws autosync::error("line N", ...) on a malformed data row.
@@ -92,6 +136,7 @@ template <class T>
     cur = section{};
   };
   std::size_t lineno = 0;
+  detail::layout lay;  // the defaults until a header line says otherwise
   while (!text.empty()) {
     const auto nl = text.find('\n');
     const std::string_view line = nl == std::string_view::npos ? text : text.substr(0, nl);
@@ -102,10 +147,20 @@ template <class T>
       const auto tag = t.find("]<std");
       const auto colon = tag == std::string_view::npos ? tag : t.find(':', tag);
       if (colon != std::string_view::npos) t = detail::trim(t.substr(colon + 1));
+    } else if (!t.empty() && t.front() >= '0' && t.front() <= '9') {  // srun --label: "12: "
+      std::size_t d = 0;
+      while (d < t.size() && t[d] >= '0' && t[d] <= '9') ++d;
+      if (d < t.size() && t[d] == ':') t = detail::trim(t.substr(d + 1));
     }
     if (t.empty()) continue;
     if (t.front() == '#') {
       const auto body = detail::trim(t.substr(1));
+      const auto tokens = detail::split_ws(body);
+      if (detail::layout l; detail::header_layout(tokens, l)) {
+        lay = l;
+        continue;
+      }
+      if (tokens.size() >= 2 && tokens[1] == "(elements)") continue;  // the header's units: "(B) (elements) (us) ...
       if (body.starts_with("SOURCE:") && out.source.empty()) out.source = std::string(detail::trim(body.substr(7)));
       else if (body.starts_with("HW:") && out.hw.empty()) out.hw = std::string(detail::trim(body.substr(3)));
       else if (body.size() >= 3 && body[0] == '(' && body[2] == ')') {
@@ -117,20 +172,37 @@ template <class T>
     if (!(t.front() >= '0' && t.front() <= '9')) continue;  // banners, prompts
     const auto f = detail::split_ws(t);
     const std::string where = "line " + std::to_string(lineno);
-    if (f.size() != 13 && f.size() != 12)
-      throw error(where, "expected 13 columns of nccl-tests output (12 without root), got " + std::to_string(f.size()));
-    const std::size_t o = f.size() == 13 ? 1 : 0;  // the root column
+    detail::layout l = lay;
+    if (!l.from_header) {
+      if (f.size() != 13 && f.size() != 12)
+        throw error(where, "expected 13 columns of nccl-tests output (12 without root), got " + std::to_string(f.size()));
+      l.root = f.size() == 13;
+    }
+    // the columns the header describes, or the in-place ones alone: a trace-replay row prints
+    // its out-of-place block as 32 blanks
+    const bool both = f.size() == l.columns();
+    const bool blank_block = !both && f.size() == l.columns() - l.block() && f.size() > l.lead() &&
+                             f[l.lead()].data() - (f[l.lead() - 1].data() + f[l.lead() - 1].size()) >= 30;
+    if (!both && !blank_block)
+      throw error(where, "expected " + std::to_string(l.columns()) + " columns, as the table's header line says, got " + std::to_string(f.size()));
+    const std::size_t o = l.root ? 1 : 0;  // the root column
     row r;
     if (!detail::parse_num(f[0], r.bytes) || r.bytes < 0) throw error(where, "size is not a byte count: '" + std::string(f[0]) + "'");
     if (!detail::parse_num(f[1], r.count) || r.count < 0) throw error(where, "count is not an element count: '" + std::string(f[1]) + "'");
     r.type = std::string(f[2]);
     r.redop = std::string(f[3]);
     if (o == 1 && !detail::parse_num(f[4], r.root)) throw error(where, "root is not an integer: '" + std::string(f[4]) + "'");
+    const std::size_t in_place = both ? l.lead() + l.block() : l.lead();  // the in-place block's first column
     double* outs[6] = {&r.time_us, &r.algbw, &r.busbw, &r.in_place_time_us, &r.in_place_algbw, &r.in_place_busbw};
-    const std::size_t cols[6] = {4 + o, 5 + o, 6 + o, 8 + o, 9 + o, 10 + o};
-    for (int k = 0; k < 6; ++k)
+    const std::size_t cols[6] = {l.lead(), l.lead() + 1, l.lead() + 2, in_place, in_place + 1, in_place + 2};
+    for (int k = both ? 0 : 3; k < 6; ++k)
       if (!detail::parse_num(f[cols[k]], *outs[k]) || !std::isfinite(*outs[k]) || *outs[k] < 0.0)  // from_chars takes "inf", "nan"
         throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a finite non-negative number: '" + std::string(f[cols[k]]) + "'");
+    if (!both) {  // in-place only: its figures stand for the row's
+      r.time_us = r.in_place_time_us;
+      r.algbw = r.in_place_algbw;
+      r.busbw = r.in_place_busbw;
+    }
     if (!(r.time_us > 0.0)) throw error(where, "time must be positive");
     cur.rows.push_back(std::move(r));
   }
@@ -138,13 +210,16 @@ template <class T>
   return out;
 }
 
-// Reads and parses a file. Throws autosync::error naming the path when it cannot be read.
+// Reads and parses a text log. Throws autosync::error naming the path when it cannot be read, or
+// when it is a JSON report (io::load_nccl_tests reads both).
 [[nodiscard]] inline log load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error(path, "cannot open nccl-tests log");
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
+  if (const auto first = text.find_first_not_of(" \t\r\n"); first != std::string::npos && text[first] == '{')
+    throw error(path, "is a JSON report (nccl-tests -J): read it with io::load_nccl_tests (autosync/io/nccl_tests_json.hpp)");
   try {
     return parse(text);
   } catch (const error& e) {

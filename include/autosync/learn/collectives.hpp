@@ -3,7 +3,7 @@
 // held-out rows.
 //
 //   cases.json ──load_collective_cases──> cases ──load_collective_samples──> rows + y
-//        (log file, section, operation,         (cost::nccl_tests::load of each log,
+//        (log file, section, operation,         (io::load_nccl_tests of each log,
 //         algorithm, cluster)                     cost::collective_features of each size)
 //   rows ──train_collective_booster (XGBoost)──> booster ──gbt::emit_header──> embedded default
 //
@@ -46,6 +46,7 @@
 #include <autosync/error.hpp>
 #include <autosync/gbt/evidence_box.hpp>
 #include <autosync/io/json.hpp>
+#include <autosync/io/nccl_tests_json.hpp>
 #include <autosync/learn/matrix.hpp>
 #include <autosync/learn/xgboost.hpp>
 
@@ -266,7 +267,7 @@ struct sample_options {
     const auto f = "cases[" + std::to_string(i) + "]";
     cost::nccl_tests::log log;
     try {
-      log = cost::nccl_tests::load((m.dir / c.file).string());
+      log = io::load_nccl_tests((m.dir / c.file).string());
     } catch (const error& e) {
       throw error(f + ".file", e.what());  // "'cases[i].file': '<path>': cannot open ..." or "... 'line N': ..."
     }

@@ -95,7 +95,9 @@ struct path_segment {
   std::string s;
   for (const auto& g : segs) {
     if (g.index >= 0) {
-      s += "[" + std::to_string(g.index) + "]";
+      s += '[';  // appended piece by piece: "[" + to_string(...) trips GCC 12's -Wrestrict (a false positive)
+      s += std::to_string(g.index);
+      s += ']';
     } else {
       if (!s.empty()) s += '.';
       s += g.key;

@@ -1,0 +1,166 @@
+// autosync/io/nccl_tests_json.hpp — the JSON report of nccl-tests (`-J FILE.json`, nccl-tests
+// 2.17 and later), read into the same cost::nccl_tests::log as the text output; and
+// load_nccl_tests, which reads either.
+//
+// The report (JSON_FILE_VERSION 3) is one object:
+//
+//   {"version": 3, "nccl_version": 22809, "args": [...], "env": [...],
+//    "config": {"nthreads": 1, "ngpus": 1, ..., "devices": [{"rank": 0, "hostname": "node-a",
+//               "device_info": "NVIDIA H100 80GB HBM3", ...}, ...]},
+//    "results": [{"size": 1048576, "count": 262144, "type": "float", "redop": "sum",
+//                 "root": "    -1", "out_of_place": {"time": 78.77, "alg_bw": 13.31,
+//                 "bus_bw": 23.29, "nwrong": 0}, "in_place": {...}, ...}, ...], ...}
+//
+// Each result is a row: `time` (or `cpu_time`, with -C 1) in µs; an `out_of_place` of null (trace
+// replay) takes the in-place figures. Keys this reader does not use (the per-iteration
+// statistics, the environment) are ignored. `config.devices` gives the log's hardware (the first
+// device_info) and its shape: hosts (distinct hostnames) and ranks (processes x threads x GPUs
+// per thread). Errors name the file, the line and the field ("results[3].in_place.time").
+#pragma once
+
+#include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/error.hpp>
+#include <autosync/io/json/fields.hpp>
+#include <autosync/io/json/text.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace autosync::io {
+
+// The shape of the machine a JSON report ran on (0 when the report does not say).
+struct nccl_tests_shape {
+  int hosts = 0;  // distinct hostnames of config.devices
+  int ranks = 0;  // processes x threads x GPUs per thread
+};
+
+namespace detail::nccl_json {
+
+namespace jio = autosync::detail::jio;
+using json = nlohmann::json;
+
+[[nodiscard]] inline double figure(const json& o, const std::string& f, std::string_view key) {
+  const std::string fk = jio::member(f, key);
+  const json& v = jio::require(o, f, std::string(key));
+  if (!v.is_number()) throw error(fk, "must be a number, got " + jio::shown(v));
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < 0.0) throw error(fk, "must be a finite non-negative number, got " + jio::shown(v));
+  return x;
+}
+
+// One placement's figures: time (or cpu_time), alg_bw, bus_bw.
+inline void placement(const json& o, const std::string& f, double& time_us, double& algbw, double& busbw) {
+  jio::expect_object(o, f, "the figures of one placement");
+  time_us = figure(o, f, jio::find(o, "time") || !jio::find(o, "cpu_time") ? "time" : "cpu_time");
+  algbw = figure(o, f, "alg_bw");
+  busbw = figure(o, f, "bus_bw");
+  if (!(time_us > 0.0)) throw error(jio::member(f, jio::find(o, "time") ? "time" : "cpu_time"), "must be positive");
+}
+
+[[nodiscard]] inline std::int64_t count_of(const json& r, const std::string& f, std::string_view key) {
+  const json& v = jio::require(r, f, std::string(key));
+  if (!v.is_number_integer() && !v.is_number_unsigned()) throw error(jio::member(f, key), "must be a non-negative integer, got " + jio::shown(v));
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX) : v.get<std::int64_t>() < 0)
+    throw error(jio::member(f, key), "must be a non-negative integer below 2^63, got " + jio::shown(v));
+  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
+}
+
+[[nodiscard]] inline cost::nccl_tests::log read(const json& j, nccl_tests_shape* shape) {
+  jio::expect_object(j, "", "an nccl-tests JSON report");
+  cost::nccl_tests::log out;
+  cost::nccl_tests::section sec;
+  const json& results = jio::require(j, "", "results");
+  jio::expect_array(results, "results");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto f = jio::element("results", i);
+    const json& r = results[i];
+    jio::expect_object(r, f, "a result (one size)");
+    cost::nccl_tests::row row;
+    row.bytes = count_of(r, f, "size");
+    row.count = count_of(r, f, "count");
+    if (const json* v = jio::find(r, "type")) row.type = jio::read_string(*v, jio::member(f, "type"));
+    if (const json* v = jio::find(r, "redop")) row.redop = jio::read_string(*v, jio::member(f, "redop"));
+    if (const json* v = jio::find(r, "root")) {  // printed as "%6i": a padded string
+      const auto fr = jio::member(f, "root");
+      if (v->is_number_integer()) {
+        row.root = v->get<std::int64_t>();
+      } else {
+        const auto s = cost::nccl_tests::detail::trim(jio::read_string(*v, fr));
+        if (!cost::nccl_tests::detail::parse_num(s, row.root)) throw error(fr, "is not an integer: " + jio::shown(*v));
+      }
+    }
+    const json* oop = jio::find(r, "out_of_place");
+    const json* ip = jio::find(r, "in_place");
+    const bool has_oop = oop && !oop->is_null(), has_ip = ip && !ip->is_null();
+    if (!has_oop && !has_ip) throw error(f, "has neither out_of_place nor in_place figures");
+    if (has_oop) placement(*oop, jio::member(f, "out_of_place"), row.time_us, row.algbw, row.busbw);
+    if (has_ip) placement(*ip, jio::member(f, "in_place"), row.in_place_time_us, row.in_place_algbw, row.in_place_busbw);
+    if (!has_oop) {  // trace replay: in-place only
+      row.time_us = row.in_place_time_us;
+      row.algbw = row.in_place_algbw;
+      row.busbw = row.in_place_busbw;
+    }
+    sec.rows.push_back(std::move(row));
+  }
+  if (!sec.rows.empty()) out.sections.push_back(std::move(sec));
+  nccl_tests_shape sh;
+  if (const json* c = jio::find(j, "config"); c && c->is_object()) {
+    std::int64_t per_process = 1;  // ranks per process: threads x GPUs per thread
+    for (const char* k : {"nthreads", "ngpus"})
+      if (const json* v = jio::find(*c, k); v && v->is_number_integer() && v->get<std::int64_t>() > 0 && v->get<std::int64_t>() <= 1024)
+        per_process *= v->get<std::int64_t>();
+    if (const json* d = jio::find(*c, "devices"); d && d->is_array() && !d->empty() && d->size() <= 1'000'000) {
+      std::set<std::string> hosts;
+      for (const auto& e : *d) {
+        if (!e.is_object()) continue;
+        if (const json* h = jio::find(e, "hostname"); h && h->is_string()) hosts.insert(h->get<std::string>());
+        if (const json* di = jio::find(e, "device_info"); di && di->is_string() && out.hw.empty()) out.hw = di->get<std::string>();
+      }
+      const auto ranks = static_cast<std::int64_t>(d->size()) * per_process;  // <= 1e6 x 2^20: no overflow
+      if (ranks <= (std::int64_t{1} << 24) && !hosts.empty()) {  // else the shape stays unknown
+        sh.hosts = static_cast<int>(hosts.size());
+        sh.ranks = static_cast<int>(ranks);
+      }
+    }
+  }
+  if (const json* v = jio::find(j, "nccl_version"); v && v->is_number_integer())
+    out.source = "nccl-tests JSON report, NCCL " + std::to_string(v->get<std::int64_t>());
+  if (shape) *shape = sh;
+  return out;
+}
+
+}  // namespace detail::nccl_json
+
+// Parses the text of a JSON report; `file` names it in errors ("file:line: 'results[3].size': ...").
+[[nodiscard]] inline cost::nccl_tests::log parse_nccl_tests_json(std::string_view text, const std::string& file = "<nccl-tests json>",
+                                                                 nccl_tests_shape* shape = nullptr) {
+  return autosync::detail::jio::parse_text(text, file, [&](const nlohmann::json& j) { return detail::nccl_json::read(j, shape); });
+}
+
+// Reads an nccl-tests log: the JSON report of -J (its first non-blank character is '{') or the
+// text output (cost::nccl_tests::parse). Errors name the path. `shape`, when given, receives the
+// JSON report's machine (zeros for a text log, which does not say it reliably).
+[[nodiscard]] inline cost::nccl_tests::log load_nccl_tests(const std::string& path, nccl_tests_shape* shape = nullptr) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error(path, "cannot open nccl-tests log");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') return parse_nccl_tests_json(text, path, shape);
+  if (shape) *shape = {};
+  try {
+    return cost::nccl_tests::parse(text);
+  } catch (const error& e) {
+    throw error(path, e.what());
+  }
+}
+
+}  // namespace autosync::io
