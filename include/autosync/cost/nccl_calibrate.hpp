@@ -15,7 +15,9 @@
 // node). The fit minimizes the squared log error over the points plus a weak pull of each log
 // factor towards 0 (weight 0.01: a constant the points do not determine stays at its data-sheet
 // value), by a deterministic compass search in log space (factors 1/64..64) from a few fixed
-// starts: the same points give the same cluster on every machine.
+// starts: the same points give the same cluster on every machine. With k >= 3 a data sheet with
+// NVLink SHARP (nvls) is also fitted without it, and the better fit's cluster is kept: whether
+// the machine uses NVLS is something its points say and its data sheet does not.
 //
 //   cost::calibration_point pts[] = {{1 << 20, 203e-6}, {1 << 30, 6759e-6}};
 //   auto r = cost::calibrate(cluster, pts, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default});
@@ -38,6 +40,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace autosync::cost {
@@ -99,6 +102,49 @@ inline constexpr double max_log = 4.1588830833596715;  // ln 64
 }
 }  // namespace detail::cal
 
+namespace detail::cal {
+// The compass search in log space from calibrate()'s starts, over the first `fitted` factors:
+// the best log factors and their loss.
+[[nodiscard]] inline std::pair<std::array<double, 3>, double> fit(const cluster_spec& c, std::span<const calibration_point> pts,
+                                                                  const calibration_target& t, int fitted) {
+  // Starts: the data sheet, and the bandwidth that matches the largest point (its time is mostly
+  // bytes over bandwidth) with the other factors at 1/8, 1 and 8: bandwidth and message overhead
+  // trade against each other at large sizes, so one start can stop in the wrong valley.
+  const auto largest = std::max_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  const double b0 =
+      std::clamp(std::log(std::max(predict(make_fabric(c), t, largest->bytes), 1e-12) / largest->seconds), -max_log, max_log);
+  std::vector<std::array<double, 3>> starts{{0.0, 0.0, 0.0}};
+  for (double o : {-2.0794415416798357, 0.0, 2.0794415416798357})
+    starts.push_back({b0, fitted >= 2 ? o : 0.0, fitted >= 3 ? o : 0.0});
+  std::array<double, 3> x{0.0, 0.0, 0.0};
+  double best = loss(c, pts, t, x);
+  for (const auto& s0 : starts) {
+    auto xs = s0;
+    double bs = loss(c, pts, t, xs);
+    for (double step = 1.0; step > 1e-3;) {
+      bool improved = false;
+      for (int i = 0; i < fitted; ++i)
+        for (double d : {step, -step}) {
+          auto y = xs;
+          y[static_cast<std::size_t>(i)] = std::clamp(y[static_cast<std::size_t>(i)] + d, -max_log, max_log);
+          const double l = loss(c, pts, t, y);
+          if (l < bs - 1e-15) {
+            bs = l;
+            xs = y;
+            improved = true;
+          }
+        }
+      if (!improved) step *= 0.5;
+    }
+    if (bs < best - 1e-15) {
+      best = bs;
+      x = xs;
+    }
+  }
+  return {x, best};
+}
+}  // namespace detail::cal
+
 // Fits the machine's constants. Throws autosync::error("points") without points or with a
 // non-positive or non-finite size or time, and as the cluster's validate() does.
 [[nodiscard]] inline calibration_result calibrate(const cluster_spec& c, std::span<const calibration_point> pts,
@@ -114,44 +160,26 @@ inline constexpr double max_log = 4.1588830833596715;  // ln 64
   const std::size_t k = pts.size();
   calibration_result r;
   r.fitted = k == 1 ? 1 : (k == 2 || !multi ? 2 : 3);
-  // Starts: the data sheet, and the bandwidth that matches the largest point (its time is mostly
-  // bytes over bandwidth) with the other factors at 1/8, 1 and 8: bandwidth and message overhead
-  // trade against each other at large sizes, so one start can stop in the wrong valley.
-  const auto largest = std::max_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
-  const double b0 = std::clamp(std::log(std::max(predict(make_fabric(c), t, largest->bytes), 1e-12) / largest->seconds), -detail::cal::max_log,
-                               detail::cal::max_log);
-  std::vector<std::array<double, 3>> starts{{0.0, 0.0, 0.0}};
-  for (double o : {-2.0794415416798357, 0.0, 2.0794415416798357})
-    starts.push_back({b0, r.fitted >= 2 ? o : 0.0, r.fitted >= 3 ? o : 0.0});
-  std::array<double, 3> x{0.0, 0.0, 0.0};
-  double best = detail::cal::loss(c, pts, t, x);
-  for (const auto& s0 : starts) {
-    auto xs = s0;
-    double bs = detail::cal::loss(c, pts, t, xs);
-    for (double step = 1.0; step > 1e-3;) {
-      bool improved = false;
-      for (int i = 0; i < r.fitted; ++i)
-        for (double d : {step, -step}) {
-          auto y = xs;
-          y[static_cast<std::size_t>(i)] = std::clamp(y[static_cast<std::size_t>(i)] + d, -detail::cal::max_log, detail::cal::max_log);
-          const double l = detail::cal::loss(c, pts, t, y);
-          if (l < bs - 1e-15) {
-            bs = l;
-            xs = y;
-            improved = true;
-          }
-        }
-      if (!improved) step *= 0.5;
-    }
-    if (bs < best - 1e-15) {
-      best = bs;
-      x = xs;
+  auto [x, best] = detail::cal::fit(c, pts, t, r.fitted);
+  const cluster_spec* base = &c;
+  // With three points or more, whether NVLink SHARP is in use is fitted too: a data sheet says
+  // the switch has it; whether the fabric manager and NCCL use it is the machine's. A data sheet
+  // with nvls is also fitted without, and the lower loss wins (a tie keeps the data sheet's).
+  cluster_spec off;
+  if (c.nvls && k >= 3) {
+    off = c;
+    off.nvls = false;
+    const auto [x_off, best_off] = detail::cal::fit(off, pts, t, r.fitted);
+    if (best_off < best - 1e-12) {
+      x = x_off;
+      best = best_off;
+      base = &off;
     }
   }
   r.bandwidth_scale = std::exp(x[0]);
   r.latency_scale = std::exp(x[1]);
   r.overhead_scale = std::exp(x[2]);
-  r.cluster = scaled_cluster(c, r.bandwidth_scale, r.latency_scale, r.overhead_scale);
+  r.cluster = scaled_cluster(*base, r.bandwidth_scale, r.latency_scale, r.overhead_scale);
   const auto f = make_fabric(r.cluster);
   std::vector<double> err;
   for (const auto& p : pts) err.push_back(std::abs(predict(f, t, p.bytes) - p.seconds) / p.seconds);
