@@ -101,14 +101,15 @@ TEST_CASE("collective correction: leave one machine out, the figure the shipped 
   const auto f = figure(d.rows, y);
   MESSAGE("median over logs: calibrated " << f.calibrated << ", corrected " << f.corrected << "; all rows: calibrated "
                                           << f.all_calibrated << ", corrected " << f.all_corrected);
-  // measured: the median over logs 0.066 -> 0.050 (better on A100 1 node, H100 2x8 RING, TCPXO),
-  // but over all rows 0.068 -> 0.080 (worse on H100 2x8 default 0.020 -> 0.043, EFA 0.119 ->
-  // 0.140): it does not reliably help a machine it has not seen, so it ships off by default.
+  // measured: the median over logs 0.066 -> 0.061 (better on A100 1 node and H100 2x8 RING),
+  // but over all rows 0.068 -> 0.090 (worse on H100 2x8 default 0.020 -> 0.040, TCPXO 0.063 ->
+  // 0.076, EFA 0.119 -> 0.135): it does not reliably help a machine it has not seen, so it ships
+  // off by default. (Before calibration fitted NVLS: 0.050 over logs, 0.080 over all rows.)
   CHECK(f.calibrated == doctest::Approx(0.066).epsilon(0.05));
-  CHECK(f.corrected < 0.055);
+  CHECK(f.corrected < 0.063);
   CHECK(f.corrected < f.calibrated);
   CHECK(f.all_corrected > f.all_calibrated);  // the reason it is off by default: revisit when this fails
-  // bounded: on no log more than 3 points worse than the calibrated model (measured at most +0.023)
+  // bounded: on no log more than 3 points worse than the calibrated model (measured at most +0.020)
   for (const auto& c : learn::median_errors(d.m, d.rows, y)) {
     CAPTURE(c.label);
     CHECK(c.corrected <= c.analytical + 0.03);
