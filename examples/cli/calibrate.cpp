@@ -172,6 +172,7 @@ int run_calibrate_log(calibrate_opts co) {
                 "  median relative error over all rows: data sheet %.3f, calibrated %.3f\n",
                 r.fitted, r.bandwidth_scale, r.latency_scale, r.overhead_scale, r.cluster.transport.message_overhead * 1e6, med(e0), med(e1));
   std::cout << line;
+  if (c.nvls && !r.cluster.nvls) std::cout << "  NVLink SHARP (nvls): off, which fits the points better than the data sheet's on\n";
   cluster_spec out = r.cluster;
   out.source = "calibrated by autosync from " + std::filesystem::path(co.nccl_tests).filename().string() + " (" + std::to_string(fit.size()) +
                " sizes); data sheet: " + base.name;

@@ -5,6 +5,8 @@
 
 #include <autosync/zoo/clusters.hpp>
 
+#include <cmath>
+
 #include <doctest/doctest.h>
 
 using namespace autosync;
@@ -47,6 +49,38 @@ TEST_CASE("low-shot calibration: the unseen GPUDirect-TCPXO machine from data sh
   const auto f = cost::make_fabric(tcpxo->cluster);
   const double t8 = cost::predict(f, lowshot::target_of(*tcpxo), pts.front().bytes);
   CHECK(t8 == doctest::Approx(pts.front().seconds).epsilon(0.35));
+}
+
+TEST_CASE("low-shot calibration: whether NVLS is in use is fitted from 3 points or more, kept below") {
+  // the single-node H100 log measured with NCCL's default selection, its data sheet with NVLink
+  // SHARP: from 4 sizes the fit without NVLS is the better one (the lower loss) and predicts all 6
+  // sizes better (0.027 against 0.044 with the data sheet's NVLS); from 2 sizes nothing but
+  // bandwidth and floor is fitted and the data sheet's NVLS stays
+  const auto m = learn::load_collective_cases(lowshot::data_dir() + "nccl_cases.json");
+  const learn::collective_case* nvls = nullptr;
+  for (const auto& c : m.cases)
+    if (c.label == "H100 x8, 1 node, NVLS (default)") nvls = &c;
+  REQUIRE(nvls != nullptr);
+  REQUIRE(nvls->cluster.nvls);
+  const auto pts = lowshot::points(*nvls);
+  const auto t = lowshot::target_of(*nvls);
+  std::vector<cost::calibration_point> four, two;
+  for (auto i : cost::pick_sizes(pts.size(), 4)) four.push_back(pts[i]);
+  for (auto i : cost::pick_sizes(pts.size(), 2)) two.push_back(pts[i]);
+  const auto r4 = cost::calibrate(nvls->cluster, four, t);
+  CHECK_FALSE(r4.cluster.nvls);
+  const auto on = cost::detail::cal::fit(nvls->cluster, four, t, r4.fitted);
+  cluster_spec off_sheet = nvls->cluster;
+  off_sheet.nvls = false;
+  const auto off = cost::detail::cal::fit(off_sheet, four, t, r4.fitted);
+  CHECK(off.second < on.second);
+  const double with_nvls = lowshot::error_on(cost::scaled_cluster(nvls->cluster, std::exp(on.first[0]), std::exp(on.first[1]), std::exp(on.first[2])), t, pts);
+  const double fitted = lowshot::error_on(r4.cluster, t, pts);
+  MESSAGE("all sizes: fitted without NVLS " << fitted << ", with the data sheet's NVLS " << with_nvls);
+  CHECK(fitted < with_nvls);
+  CHECK(cost::calibrate(nvls->cluster, two, t).cluster.nvls);
+  // a data sheet without NVLS is never given it
+  CHECK_FALSE(cost::calibrate(off_sheet, four, t).cluster.nvls);
 }
 
 TEST_CASE("datasheet_machine: the base's worker node, N x G, NCCL; bad arguments name the field") {
