@@ -99,8 +99,10 @@ int run_calibrate_log(calibrate_opts co) {
     if (e.field() == "cluster") throw error("--cluster", "'" + co.cluster + "' has no worker node to take the data sheet from");
     throw;
   }
-  if (!co.transport.empty() && !parse_enum(co.transport, c.transport.kind))
-    throw error("--transport", "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ")");
+  const bool any_transport = co.transport == "auto";
+  if (!co.transport.empty() && !any_transport && !parse_enum(co.transport, c.transport.kind))
+    throw error("--transport",
+                "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ", auto)");
   const cost::nccl_tests::section* sec = nullptr;
   for (const auto& s : log.sections)
     if (co.section.empty() ? !s.rows.empty() : s.title.starts_with(co.section)) {
@@ -147,10 +149,13 @@ int run_calibrate_log(calibrate_opts co) {
     if (!f) throw error("--out", "cannot open '" + co.out + "' to write");
   }
   const auto sheet = cost::make_fabric(c);
-  const auto r = cost::calibrate(c, fit, t);
+  const auto r = any_transport ? cost::calibrate_transport(c, fit, t) : cost::calibrate(c, fit, t);
   const auto fitted = cost::make_fabric(r.cluster);
   std::cout << "autosync calibrate: " << co.nccl_tests << " (" << all.size() << " rows; fitted to " << fit.size() << "), "
-            << co.nodes << " x " << co.devices_per_node << " " << base.device << ", " << name_of(c.transport.kind) << "\n";
+            << co.nodes << " x " << co.devices_per_node << " " << base.device << ", " << name_of(r.cluster.transport.kind)
+            << (any_transport ? (fit.size() >= 4 && co.nodes > 1 ? " (the best fit of every transport)" : " (auto needs 4 sizes on 2 nodes or more: the data sheet's)")
+                              : "")
+            << "\n";
   std::cout << "         bytes   measured_us  data_sheet_us  calibrated_us  rel_err\n";
   std::vector<double> e0, e1;
   char line[200];
@@ -265,7 +270,7 @@ subcommand add_calibrate(CLI::App& app) {
   sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")->capture_default_str();
   sub->add_option("--cluster", co->cluster, "with --nccl-tests: data-sheet cluster (preset or JSON) whose first node is the machine's")
       ->capture_default_str();
-  sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp (default: the cluster's)");
+  sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp (default: the cluster's); auto: fit each, keep the best (4 sizes or more, 2 nodes or more)");
   sub->add_option("--op", co->op, "with --nccl-tests: the log's operation")->capture_default_str();
   sub->add_option("--algorithm", co->algorithm, "with --nccl-tests: how NCCL ran it (nccl_default, ring, tree, pat)")->capture_default_str();
   sub->add_option("--section", co->section, "with --nccl-tests: the log section whose title starts with this (default: the first)");

@@ -5,9 +5,12 @@
 //   sheet        the NCCL model with data-sheet constants, nothing fitted
 //   ring         the same with NCCL's algorithm forced to ring (NCCL_ALGO=RING)
 //   k=1..5       after fitting the machine's constants from k of its own sizes
-// and the median of each column over the logs. Deterministic (no timing).
+// and the median of each column over the logs; then the same fitted to the CLI's default data
+// sheet (dgx-h100-x1's node, whatever the machine), with its transport and with --transport auto.
+// Deterministic (no timing).
 // Usage: bench_nccl_lowshot [manifest]
 #include <autosync/cost/nccl_calibrate.hpp>
+#include <autosync/zoo/clusters.hpp>
 
 #ifndef AUTOSYNC_SOURCE_DIR
 #define AUTOSYNC_SOURCE_DIR "."
@@ -15,6 +18,7 @@
 
 #include "../unit/nccl_lowshot.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -46,6 +50,36 @@ int main(int argc, char** argv) try {
   for (int i = 3; i < 8; ++i) std::printf(" %7.3f", lowshot::median(cols[static_cast<std::size_t>(i)]));
   std::printf("\n%-40s %5s %10s %7s %7s", "worst log", "", "", "", "");
   for (int i = 3; i < 8; ++i) std::printf(" %7.3f", *std::max_element(cols[static_cast<std::size_t>(i)].begin(), cols[static_cast<std::size_t>(i)].end()));
+  std::printf("\n");
+
+  // What `autosync calibrate --nccl-tests LOG --nodes N --devices-per-node G` does with no --cluster:
+  // the data sheet of dgx-h100-x1's node (RDMA, 8 x 400 Gb/s, NVLink SHARP) whatever the machine,
+  // with its transport, and with --transport auto (cost::calibrate_transport: every kind fitted,
+  // the best kept, from 4 sizes on 2 nodes or more)
+  std::printf("\n# the same with the CLI's default data sheet (dgx-h100-x1's node): its transport / --transport auto\n");
+  std::printf("%-40s", "case");
+  for (int k = 1; k <= 5; ++k) std::printf("        k=%d    ", k);
+  std::printf("\n");
+  std::vector<std::vector<double>> dflt(5), any(5);
+  for (const auto& c : m.cases) {
+    const auto pts = lowshot::points(c);
+    const auto t = lowshot::target_of(c);
+    const cluster_spec sheet = cost::datasheet_machine(zoo::dgx_h100(1), c.cluster.worker_nodes(), c.cluster.nodes.front().devices);
+    std::printf("%-40s", c.label.c_str());
+    for (std::size_t k = 1; k <= 5; ++k) {
+      std::vector<cost::calibration_point> few;
+      for (auto i : cost::pick_sizes(pts.size(), k)) few.push_back(pts[i]);
+      const double a = lowshot::error_on(cost::calibrate(sheet, few, t).cluster, t, pts);
+      const double b = lowshot::error_on(cost::calibrate_transport(sheet, few, t).cluster, t, pts);
+      dflt[k - 1].push_back(a);
+      any[k - 1].push_back(b);
+      std::printf("  %.3f / %.3f", a, b);
+    }
+    std::printf("\n");
+  }
+  std::printf("%-40s", "worst log");
+  for (std::size_t k = 0; k < 5; ++k)
+    std::printf("  %.3f / %.3f", *std::max_element(dflt[k].begin(), dflt[k].end()), *std::max_element(any[k].begin(), any[k].end()));
   std::printf("\n");
   return 0;
 } catch (const std::exception& e) {

@@ -4,7 +4,8 @@
 #      every size the fit used, and within the documented median bound (15 %) over all 31 sizes;
 #   2. `collective --json` is valid JSON with one object per size;
 #   3. a JSON report of nccl-tests (-J) calibrates without --nodes and --devices-per-node (its
-#      devices say 2 hosts of 8 ranks) to the same constants as its text twin;
+#      devices say 2 hosts of 8 ranks) to the same constants as its text twin; --transport auto
+#      on the default (RDMA) data sheet finds the log's GPUDirect-TCPXO network;
 #   4. bad input is an error naming the option or the log's line, with a non-zero exit.
 # cmake -DAUTOSYNC=<autosync> -DSRC=<source dir> -DWORK=<scratch dir> -P cli_calibrate_log.cmake
 cmake_policy(SET CMP0007 NEW)
@@ -130,7 +131,16 @@ if(NOT fit_text STREQUAL fit_report)
   message(FATAL_ERROR "the report's fit differs from its text twin's:\n  ${fit_text}\n  ${fit_report}")
 endif()
 
+# --transport auto on the default data sheet (dgx-h100-x1's RDMA node) finds the TCPXO network
+run_ok("calibrate --transport auto" ${AUTOSYNC} calibrate --nccl-tests "${log}" --nodes 2 --devices-per-node 8 --transport auto --points 4
+       --out "${WORK}/auto.json")
+if(NOT out MATCHES "gpudirect_tcp \\(the best fit of every transport\\)")
+  message(FATAL_ERROR "--transport auto did not pick GPUDirect-TCPXO:\n${out}")
+endif()
+
 # 4. bad input
+run_fails("an unknown transport" "--transport.*unknown transport 'ib'.*auto" ${AUTOSYNC} calibrate --nccl-tests "${log}" --nodes 2
+          --devices-per-node 8 --transport ib --out "${WORK}/x.json")
 run_fails("a text log without --nodes" "--nodes.*required" ${AUTOSYNC} calibrate --nccl-tests "${log}" --devices-per-node 8 --out "${WORK}/x.json")
 run_fails("a size the log lacks" "--sizes\\[0\\].*no row of 1000 bytes" ${AUTOSYNC} calibrate --nccl-tests "${log}" --nodes 2 --devices-per-node 8
           --sizes 1000 --out "${WORK}/x.json")

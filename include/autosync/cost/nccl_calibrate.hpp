@@ -62,6 +62,7 @@ struct calibration_result {
   double overhead_scale = 1.0;      // message overhead relative to the input's (resolved) one
   int fitted = 0;                   // how many constants the points determined (1..3)
   double median_error = 0.0;        // median |predicted - measured| / measured over the points
+  double loss = 0.0;                // the fit's objective: squared log errors plus the prior's pull
 };
 
 // The cluster with the three factors applied (bandwidths x b, latency_scale x l, the transport's
@@ -185,7 +186,27 @@ namespace detail::cal {
   for (const auto& p : pts) err.push_back(std::abs(predict(f, t, p.bytes) - p.seconds) / p.seconds);
   std::sort(err.begin(), err.end());
   r.median_error = err.size() % 2 ? err[err.size() / 2] : 0.5 * (err[err.size() / 2 - 1] + err[err.size() / 2]);
+  r.loss = best;
   return r;
+}
+
+// calibrate() when the network's transport is not known: on several nodes with 4 points or more
+// (more points than constants), each transport kind's structure is fitted and the lowest loss
+// kept (a tie keeps c's kind); otherwise calibrate(c) as it is. For a data sheet that does not
+// state the machine's network (`autosync calibrate --nccl-tests` without --transport).
+[[nodiscard]] inline calibration_result calibrate_transport(const cluster_spec& c, std::span<const calibration_point> pts,
+                                                            const calibration_target& t = {}) {
+  auto best = calibrate(c, pts, t);
+  if (c.worker_nodes() < 2 || pts.size() < 4) return best;
+  for (const auto kind : {transport_kind::rdma, transport_kind::efa, transport_kind::slingshot, transport_kind::gpudirect_tcp, transport_kind::tcp}) {
+    if (kind == c.transport.kind) continue;
+    cluster_spec other = c;
+    other.transport = network_transport{};  // that kind's sourced defaults, not c's figures
+    other.transport.kind = kind;
+    auto r = calibrate(other, pts, t);
+    if (r.loss < best.loss - 1e-12) best = std::move(r);
+  }
+  return best;
 }
 
 // k indices of n sorted sizes spread evenly over the range (k = 1: the largest); fewer when n < k.

@@ -92,8 +92,9 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
       if (v->is_number_integer()) {
         row.root = v->get<std::int64_t>();
       } else {
-        const auto s = cost::nccl_tests::detail::trim(jio::read_string(*v, fr));
-        if (!cost::nccl_tests::detail::parse_num(s, row.root)) throw error(fr, "is not an integer: " + jio::shown(*v));
+        const std::string text = jio::read_string(*v, fr);  // trim views it: it must outlive the view
+        if (!cost::nccl_tests::detail::parse_num(cost::nccl_tests::detail::trim(text), row.root))
+          throw error(fr, "is not an integer: " + jio::shown(*v));
       }
     }
     const json* oop = jio::find(r, "out_of_place");
