@@ -6,6 +6,7 @@
 #include <autosync/zoo/clusters.hpp>
 
 #include <cmath>
+#include <string_view>
 
 #include <doctest/doctest.h>
 
@@ -15,6 +16,13 @@ namespace {
 // The documented bound: k = 3 or 4 measured sizes, median relative error <= 0.15 on every log.
 constexpr std::size_t documented_k = 4;
 constexpr double documented_bound = 0.15;
+
+// The manifest's case whose label contains `part` (a test fails, not crashes, without one).
+const learn::collective_case* case_with(const learn::collective_manifest& m, std::string_view part) {
+  for (const auto& c : m.cases)
+    if (c.label.find(part) != std::string::npos) return &c;
+  return nullptr;
+}
 }  // namespace
 
 TEST_CASE("low-shot calibration: 3 or 4 sizes fit every log within 15 % (leave-one-machine-out)") {
@@ -38,9 +46,7 @@ TEST_CASE("low-shot calibration: the unseen GPUDirect-TCPXO machine from data sh
   // 2 x 8 H100, 8 x 200 Gb/s TCP-based GPUDirect per node: the alpha-beta forms are 0.73 off
   // (median); the NCCL model with the transport's sourced defaults, nothing fitted, within 0.25.
   const auto m = learn::load_collective_cases(lowshot::data_dir() + "nccl_cases.json");
-  const learn::collective_case* tcpxo = nullptr;
-  for (const auto& c : m.cases)
-    if (c.label.find("TCPXO") != std::string::npos) tcpxo = &c;
+  const auto* tcpxo = case_with(m, "TCPXO");
   REQUIRE(tcpxo != nullptr);
   CHECK(lowshot::alpha_beta_error(*tcpxo) > 0.6);
   CHECK(lowshot::lowshot_error(*tcpxo, 0) < 0.25);
@@ -57,9 +63,7 @@ TEST_CASE("low-shot calibration: whether NVLS is in use is fitted from 3 points 
   // sizes better (0.027 against 0.044 with the data sheet's NVLS); from 2 sizes nothing but
   // bandwidth and floor is fitted and the data sheet's NVLS stays
   const auto m = learn::load_collective_cases(lowshot::data_dir() + "nccl_cases.json");
-  const learn::collective_case* nvls = nullptr;
-  for (const auto& c : m.cases)
-    if (c.label == "H100 x8, 1 node, NVLS (default)") nvls = &c;
+  const auto* nvls = case_with(m, "H100 x8, 1 node, NVLS (default)");
   REQUIRE(nvls != nullptr);
   REQUIRE(nvls->cluster.nvls);
   const auto pts = lowshot::points(*nvls);
@@ -89,9 +93,7 @@ TEST_CASE("calibrate_transport: the TCPXO machine on the default data sheet find
   // the best is GPUDirect-TCPXO's structure and 0.082 off. Fewer than 4 sizes, or one node: the
   // data sheet's transport, as calibrate()
   const auto m = learn::load_collective_cases(lowshot::data_dir() + "nccl_cases.json");
-  const learn::collective_case* tcpxo = nullptr;
-  for (const auto& c : m.cases)
-    if (c.label.find("TCPXO") != std::string::npos) tcpxo = &c;
+  const auto* tcpxo = case_with(m, "TCPXO");
   REQUIRE(tcpxo != nullptr);
   const auto pts = lowshot::points(*tcpxo);
   const auto t = lowshot::target_of(*tcpxo);

@@ -5,7 +5,6 @@
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_calibrate.hpp>
 #include <autosync/cost/nccl_model.hpp>
-#include <autosync/cost/nccl_tests_log.hpp>
 #include <autosync/zoo/clusters.hpp>
 
 #include <doctest/doctest.h>
@@ -267,18 +266,3 @@ TEST_CASE("calibration: fewer points fit fewer constants; bad points are errors"
   CHECK(cost::pick_sizes(3, 5) == std::vector<std::size_t>{0, 1, 2});
 }
 
-TEST_CASE("nccl-tests parser: older 12-column logs and mpirun tags") {
-  const std::string text =
-      "[1,0]<stdout>:#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
-      "[1,0]<stdout>:           8             2   float     sum    179.1    0.00    0.00  2e-07    176.3    0.00    0.00  1e-07\n"
-      "[1,0]<stdout>:  4294967296    1073741824   float     sum   183834   23.36   43.81  5e-07   184216   23.31   43.72  5e-07\n";
-  const auto l = cost::nccl_tests::parse(text);
-  REQUIRE(l.rows() == 2);
-  const auto& r = l.sections[0].rows;
-  CHECK(r[0].bytes == 8);
-  CHECK(r[0].time_us == Approx(179.1));
-  CHECK(r[0].root == -1);
-  CHECK(r[1].busbw == Approx(43.81));
-  CHECK(r[1].in_place_time_us == Approx(184216));
-  CHECK_THROWS_AS((void)cost::nccl_tests::parse("8 2 float sum 1 2 3 4 5 6 7\n"), error);  // 11 columns
-}

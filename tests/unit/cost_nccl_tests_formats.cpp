@@ -1,8 +1,9 @@
 // The layouts nccl-tests prints, read by cost::nccl_tests::parse (text) and io/nccl_tests_json.hpp
-// (the JSON report of -J): the table's columns follow its header line (-I 1 per-iteration
-// columns, -S 1 timestamps, -C 1 cputime, in-place-only rows), launcher prefixes are dropped,
-// the units line starts no section, and a malformed input is an error naming its line or field.
-// The rows below are written with nccl-tests 2.19's printf formats (src/util.cu).
+// (the JSON report of -J): the table's columns follow its header line (12 columns before 2.10,
+// -I 1 per-iteration columns, -S 1 timestamps, -C 1 cputime, in-place-only rows), launcher
+// prefixes (mpirun, srun) are dropped, the units line starts no section, and a malformed input
+// is an error naming its line or field. The rows below are written with nccl-tests 2.19's printf
+// formats (src/util.cu).
 #include <autosync/cost/nccl_tests_log.hpp>
 #include <autosync/io/nccl_tests_json.hpp>
 
@@ -99,15 +100,6 @@ TEST_CASE("nccl-tests text: cputime, in-place-only rows, srun labels, sections")
   CHECK(s.sections[1].title == "(B) two nodes");
   CHECK(s.sections[1].rows[0].bytes == 2048);
   CHECK(s.sections[1].rows[0].time_us == doctest::Approx(30.0));
-
-  // older 12-column tables keep working with their header ("error" for #wrong, no root)
-  const std::string old =
-      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
-      "           8             2   float     sum    179.1    0.00    0.00  2e-07    176.3    0.00    0.00  1e-07\n";
-  const auto o = cost::nccl_tests::parse(old);
-  REQUIRE(o.rows() == 1);
-  CHECK(o.sections[0].rows[0].time_us == doctest::Approx(179.1));
-  CHECK(o.sections[0].rows[0].in_place_time_us == doctest::Approx(176.3));
 }
 
 TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors that name the field") {
@@ -177,4 +169,20 @@ TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors th
   fails("{\"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 0, \"alg_bw\": 0, \"bus_bw\": 0}}]}", "results[0].in_place.time",
         1);
   CHECK_THROWS_AS((void)io::parse_nccl_tests_json("{\"results\": [", "r.json"), file_error);  // truncated
+}
+
+TEST_CASE("nccl-tests parser: older 12-column logs and mpirun tags") {
+  const std::string text =
+      "[1,0]<stdout>:#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "[1,0]<stdout>:           8             2   float     sum    179.1    0.00    0.00  2e-07    176.3    0.00    0.00  1e-07\n"
+      "[1,0]<stdout>:  4294967296    1073741824   float     sum   183834   23.36   43.81  5e-07   184216   23.31   43.72  5e-07\n";
+  const auto l = cost::nccl_tests::parse(text);
+  REQUIRE(l.rows() == 2);
+  const auto& r = l.sections[0].rows;
+  CHECK(r[0].bytes == 8);
+  CHECK(r[0].time_us == doctest::Approx(179.1));
+  CHECK(r[0].root == -1);
+  CHECK(r[1].busbw == doctest::Approx(43.81));
+  CHECK(r[1].in_place_time_us == doctest::Approx(184216));
+  CHECK_THROWS_AS((void)cost::nccl_tests::parse("8 2 float sum 1 2 3 4 5 6 7\n"), error);  // 11 columns
 }
