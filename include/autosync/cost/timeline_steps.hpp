@@ -379,7 +379,6 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   const auto n = static_cast<std::uint32_t>(ws.sorted.size());
   if (ws.pending.size() < S) ws.pending.resize(S);
   if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
-  ws.pending_at.assign(S, 0);
   ws.pending_head.assign(S, 0);
   ws.queued_at.assign(S, 0.0);
   std::uint32_t count = 0;
@@ -473,6 +472,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     }
     return;
   }
+  ws.pending_at.assign(S, 0);  // what next_of has queued of each server's transfers (the heap path only)
   ws.live.assign(S, 0);
   for (std::size_t sv = 0; sv < S; ++sv) ws.live[sv] = next_of(sv) ? 1 : 0;
   for (std::uint32_t done = 0; done < count; ++done) {
