@@ -75,13 +75,16 @@ int run_calibrate_log(calibrate_opts co) {
     co.nodes = shape.hosts;
     inferred += " --nodes " + std::to_string(co.nodes);
   }
-  if (co.devices_per_node == 0 && shape.hosts > 0 && shape.ranks % shape.hosts == 0) {
-    co.devices_per_node = shape.ranks / shape.hosts;
+  if (co.devices_per_node == 0 && co.nodes > 0 && shape.ranks > 0 && shape.ranks % co.nodes == 0) {
+    co.devices_per_node = shape.ranks / co.nodes;  // the report's ranks over the nodes (given or its hosts)
     inferred += " --devices-per-node " + std::to_string(co.devices_per_node);
   }
   if (!inferred.empty()) std::cout << "autosync calibrate: from the report's devices:" << inferred << "\n";
-  if (co.nodes == 0) throw error("--nodes", "is required (the machine's node count; only a JSON report says it)");
-  if (co.devices_per_node == 0) throw error("--devices-per-node", "is required (GPUs per node; only a JSON report says it)");
+  const std::string why = shape.ranks > 0 ? " (the report's " + std::to_string(shape.ranks) + " ranks do not divide evenly over " +
+                                                std::to_string(co.nodes) + " node(s))"
+                                          : " (the log does not list its devices: only a JSON report of nccl-tests -J does)";
+  if (co.nodes == 0) throw error("--nodes", "is required" + why);
+  if (co.devices_per_node == 0) throw error("--devices-per-node", "is required" + why);
   if (co.nodes < 1 || co.nodes > 65536) throw error("--nodes", "must be in [1, 65536]");
   if (co.devices_per_node < 1 || co.devices_per_node > 1024) throw error("--devices-per-node", "must be in [1, 1024]");
   if (co.nodes * co.devices_per_node < 2) throw error("--nodes", "a collective needs at least 2 ranks (nodes x devices-per-node)");
@@ -100,9 +103,16 @@ int run_calibrate_log(calibrate_opts co) {
     throw;
   }
   const bool any_transport = co.transport == "auto";
-  if (!co.transport.empty() && !any_transport && !parse_enum(co.transport, c.transport.kind))
-    throw error("--transport",
-                "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ", auto)");
+  if (!co.transport.empty() && !any_transport) {
+    transport_kind kind{};
+    if (!parse_enum(co.transport, kind))
+      throw error("--transport",
+                  "unknown transport '" + co.transport + "' (valid: " + std::string(valid_names_list<transport_kind>()) + ", auto)");
+    if (kind != c.transport.kind) {  // that kind with its sourced defaults, as --transport auto tries it
+      c.transport = network_transport{};
+      c.transport.kind = kind;
+    }
+  }
   const cost::nccl_tests::section* sec = nullptr;
   for (const auto& s : log.sections)
     if (co.section.empty() ? !s.rows.empty() : s.title.starts_with(co.section)) {
@@ -270,7 +280,7 @@ subcommand add_calibrate(CLI::App& app) {
   sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")->capture_default_str();
   sub->add_option("--cluster", co->cluster, "with --nccl-tests: data-sheet cluster (preset or JSON) whose first node is the machine's")
       ->capture_default_str();
-  sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp (default: the cluster's); auto: fit each, keep the best (4 sizes or more, 2 nodes or more)");
+  sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp with that kind's defaults (default: the cluster's); auto: fit each, keep the best (4 sizes or more, 2 nodes or more)");
   sub->add_option("--op", co->op, "with --nccl-tests: the log's operation")->capture_default_str();
   sub->add_option("--algorithm", co->algorithm, "with --nccl-tests: how NCCL ran it (nccl_default, ring, tree, pat)")->capture_default_str();
   sub->add_option("--section", co->section, "with --nccl-tests: the log section whose title starts with this (default: the first)");

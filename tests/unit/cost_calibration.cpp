@@ -4,6 +4,7 @@
 // medians cost_calibration_cases.hpp.
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/io/nccl_tests_json.hpp>
 #include <autosync/learn/collectives.hpp>
 
 #include "cost_calibration_cases.hpp"
@@ -31,7 +32,7 @@ struct medians { double raw, shape; };
 using predictor = std::function<double(const calibration::calibration_case&, const cost::fabric&, double)>;
 
 medians evaluate(const calibration::calibration_case& c, const predictor& predict) {
-  const auto log = cost::nccl_tests::load(data_dir + c.data.file);
+  const auto log = io::load_nccl_tests(data_dir + c.data.file);
   const auto& sec = learn::find_section(log, c.data.section);
   const auto f = cost::make_fabric(c.data.cluster);
   std::vector<double> raw, ratio, pred, meas;

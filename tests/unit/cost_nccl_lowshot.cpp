@@ -57,7 +57,7 @@ TEST_CASE("low-shot calibration: the unseen GPUDirect-TCPXO machine from data sh
   CHECK(t8 == doctest::Approx(pts.front().seconds).epsilon(0.35));
 }
 
-TEST_CASE("low-shot calibration: whether NVLS is in use is fitted from 3 points or more, kept below") {
+TEST_CASE("low-shot calibration: whether NVLS is in use is fitted from more points than constants, kept below") {
   // the single-node H100 log measured with NCCL's default selection, its data sheet with NVLink
   // SHARP: from 4 sizes the fit without NVLS is the better one (the lower loss) and predicts all 6
   // sizes better (0.027 against 0.044 with the data sheet's NVLS); from 2 sizes nothing but
@@ -112,6 +112,7 @@ TEST_CASE("calibrate_transport: the TCPXO machine on the default data sheet find
   CHECK(e_rdma > 0.14);
   const auto three_fit = cost::calibrate_transport(sheet, three, t);
   CHECK(three_fit.cluster.transport.kind == transport_kind::rdma);
+  CHECK(three_fit.cluster.nvls);  // 3 sizes on 2 nodes fit 3 constants: no more points to choose NVLS by
   CHECK(three_fit.loss == cost::calibrate(sheet, three, t).loss);
   const cluster_spec one_node = cost::datasheet_machine(zoo::dgx_h100(1), 1, 8);
   CHECK(cost::calibrate_transport(one_node, four, t).cluster.transport.kind == transport_kind::rdma);

@@ -1,8 +1,9 @@
 // The layouts nccl-tests prints, read by cost::nccl_tests::parse (text) and io/nccl_tests_json.hpp
-// (the JSON report of -J): the table's columns follow its header line (12 columns before 2.10,
-// -I 1 per-iteration columns, -S 1 timestamps, -C 1 cputime, in-place-only rows), launcher
-// prefixes (mpirun, srun) are dropped, the units line starts no section, and a malformed input
-// is an error naming its line or field. The rows below are written with nccl-tests 2.19's printf
+// (the JSON report of -J): the table's columns follow its header line (before 2.13 only the
+// leading columns a collective has; -I 1 per-iteration columns, -S 1 timestamps, -C 1 cputime,
+// in-place-only rows), a section starts with the default layout, launcher prefixes (mpirun,
+// MPICH, srun) are dropped, the units line starts no section, and a malformed input is an
+// error naming its line or field. The rows below are written with nccl-tests 2.19's printf
 // formats (src/util.cu).
 #include <autosync/cost/nccl_tests_log.hpp>
 #include <autosync/io/nccl_tests_json.hpp>
@@ -65,7 +66,7 @@ TEST_CASE("nccl-tests text: per-iteration columns (-I 1) and timestamps (-S 1) f
     FAIL("expected an error");
   } catch (const error& e) {
     CHECK(e.field() == "line 7");
-    CHECK(std::string(e.what()).find("as the table's header line says") != std::string::npos);
+    CHECK(std::string(e.what()).find("as the header on line 5 says") != std::string::npos);
     CHECK(std::string(e.what()).find("expected 23 columns") != std::string::npos);
   }
 }
@@ -102,6 +103,49 @@ TEST_CASE("nccl-tests text: cputime, in-place-only rows, srun labels, sections")
   CHECK(s.sections[1].rows[0].time_us == doctest::Approx(30.0));
 }
 
+TEST_CASE("nccl-tests text before 2.13: each collective's leading columns; a section starts with the default layout") {
+  // all_gather printed no redop and no root (11 columns), broadcast its root where redop stands
+  const std::string gather =
+      "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "     1048576        262144   float    41.50   25.27   22.11  0e+00    40.90   25.64   22.43  0e+00\n";
+  const auto g = cost::nccl_tests::parse(gather);
+  REQUIRE(g.rows() == 1);
+  CHECK(g.sections[0].rows[0].redop.empty());
+  CHECK(g.sections[0].rows[0].root == -1);
+  CHECK(g.sections[0].rows[0].time_us == doctest::Approx(41.5));
+  CHECK(g.sections[0].rows[0].in_place_time_us == doctest::Approx(40.9));
+  const std::string bcast =
+      "#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "     1048576        262144   float       0    30.10   34.84   34.84  0e+00    29.80   35.19   35.19  0e+00\n";
+  const auto b = cost::nccl_tests::parse(bcast);
+  REQUIRE(b.rows() == 1);
+  CHECK(b.sections[0].rows[0].root == 0);
+  CHECK(b.sections[0].rows[0].redop.empty());
+  CHECK(b.sections[0].rows[0].busbw == doctest::Approx(34.84));
+
+  // a curated file: a 2.19 section, then a section pasted from an older log without its header
+  const std::string curated =
+      "# (A) new\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong           timestamp\n"
+      "        1024           256     float     sum       2    12.50    0.08    0.14      0    12.00    0.09    0.15      0  2025-11-03 12:00:01\n"
+      "# (B) old\n"
+      "        2048           512     float     sum    30.00    0.07    0.13  1e-07    29.00    0.07    0.13  1e-07\n";
+  const auto c = cost::nccl_tests::parse(curated);
+  REQUIRE(c.sections.size() == 2);
+  CHECK(c.sections[0].rows[0].root == 2);
+  CHECK(c.sections[1].rows[0].time_us == doctest::Approx(30.0));
+  CHECK(c.sections[1].rows[0].root == -1);
+
+  // MPICH's -prepend-rank prefix
+  const auto m = cost::nccl_tests::parse("[0]         1024           256     float     sum      -1    12.50    0.08    0.14      0    12.00    0.09    0.15      0\n");
+  REQUIRE(m.rows() == 1);
+  CHECK(m.sections[0].rows[0].in_place_time_us == doctest::Approx(12.0));
+
+  // a zero in-place time is an error, as in a JSON report
+  CHECK_THROWS_WITH_AS((void)cost::nccl_tests::parse("1024 256 float sum -1 12.5 0.08 0.14 0 0.00 0.08 0.14 0\n"),
+                       doctest::Contains("in-place time must be positive"), error);
+}
+
 TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors that name the field") {
   const std::string report = R"({
   "version": 3,
@@ -112,7 +156,7 @@ TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors th
                          {"rank": 2, "hostname": "node-b", "device": 0, "device_info": "NVIDIA H100 80GB HBM3"},
                          {"rank": 3, "hostname": "node-b", "device": 1, "device_info": "NVIDIA H100 80GB HBM3"}]},
   "results": [
-    {"size": 1048576, "count": 262144, "type": "float", "redop": "sum", "root": "    -1",
+    {"size": 1048576, "count": 262144, "type": "float", "redop": "sum", "root": "     3",
      "out_of_place": {"time": 78.77, "alg_bw": 13.31, "bus_bw": 23.29, "nwrong": 0},
      "in_place": {"time": 81.31, "alg_bw": 12.9, "bus_bw": 22.57, "nwrong": null},
      "out_of_place_per_iter": {"min_us": 75.1, "times_us": [75.1, 80.2]},
@@ -128,7 +172,7 @@ TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors th
   REQUIRE(l.rows() == 2);
   const auto& r = l.sections[0].rows;
   CHECK(r[0].bytes == 1048576);
-  CHECK(r[0].root == -1);
+  CHECK(r[0].root == 3);  // the padded string "     3"
   CHECK(r[0].time_us == doctest::Approx(78.77));
   CHECK(r[0].in_place_time_us == doctest::Approx(81.31));
   CHECK(r[1].bytes == 2147483648LL);

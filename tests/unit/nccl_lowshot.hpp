@@ -9,6 +9,7 @@
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/nccl_calibrate.hpp>
 #include <autosync/cost/nccl_tests_log.hpp>
+#include <autosync/io/nccl_tests_json.hpp>
 #include <autosync/learn/collectives.hpp>
 
 #include <algorithm>
@@ -29,7 +30,7 @@ inline double median(std::vector<double> v) {
 
 // The measured points of a case (out-of-place time, seconds), sorted by size.
 inline std::vector<cost::calibration_point> points(const learn::collective_case& c) {
-  const auto log = cost::nccl_tests::load(data_dir() + c.file);
+  const auto log = io::load_nccl_tests(data_dir() + c.file);
   const auto& sec = learn::find_section(log, c.section);
   std::vector<cost::calibration_point> out;
   for (const auto& r : sec.rows) out.push_back({static_cast<double>(r.bytes), r.seconds()});

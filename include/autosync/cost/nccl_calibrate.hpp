@@ -15,9 +15,10 @@
 // node). The fit minimizes the squared log error over the points plus a weak pull of each log
 // factor towards 0 (weight 0.01: a constant the points do not determine stays at its data-sheet
 // value), by a deterministic compass search in log space (factors 1/64..64) from a few fixed
-// starts: the same points give the same cluster on every machine. With k >= 3 a data sheet with
-// NVLink SHARP (nvls) is also fitted without it, and the better fit's cluster is kept: whether
-// the machine uses NVLS is something its points say and its data sheet does not.
+// starts: the same points give the same cluster on every machine. With more points than
+// constants a data sheet with NVLink SHARP (nvls) is also fitted without it, and the better
+// fit's cluster is kept: whether the machine uses NVLS is something its points say and its data
+// sheet does not.
 //
 //   cost::calibration_point pts[] = {{1 << 20, 203e-6}, {1 << 30, 6759e-6}};
 //   auto r = cost::calibrate(cluster, pts, {cost::collective_op::all_reduce, cost::collective_algorithm::nccl_default});
@@ -163,11 +164,13 @@ namespace detail::cal {
   r.fitted = k == 1 ? 1 : (k == 2 || !multi ? 2 : 3);
   auto [x, best] = detail::cal::fit(c, pts, t, r.fitted);
   const cluster_spec* base = &c;
-  // With three points or more, whether NVLink SHARP is in use is fitted too: a data sheet says
-  // the switch has it; whether the fabric manager and NCCL use it is the machine's. A data sheet
-  // with nvls is also fitted without, and the lower loss wins (a tie keeps the data sheet's).
+  // With more points than constants (3 on one node, 4 on several), whether NVLink SHARP is in
+  // use is fitted too: a data sheet says the switch has it; whether the fabric manager and NCCL
+  // use it is the machine's. A data sheet with nvls is also fitted without, and the lower loss
+  // wins (a tie keeps the data sheet's). With no more points than constants both fits can be
+  // exact, and the choice would be the prior's.
   cluster_spec off;
-  if (c.nvls && k >= 3) {
+  if (c.nvls && k > static_cast<std::size_t>(r.fitted)) {
     off = c;
     off.nvls = false;
     const auto [x_off, best_off] = detail::cal::fit(off, pts, t, r.fitted);

@@ -15,15 +15,17 @@
 // starts with a number but is not a well-formed row is an error naming its line number.
 // #wrong may be "N/A" (validation off). The columns of a row follow the table's header line
 // ("#  size  count  type  redop  root  time ..."), which the versions print differently:
-//   - before 2.10: 12 columns, no `root`, and "error" in place of #wrong;
+//   - before 2.13: "error" in place of #wrong, and only the leading columns the collective has
+//     (all_reduce: size count type redop; all_gather: size count type; broadcast: ... type root);
 //   - `-I 1` (2.19, per-iteration timing): i_min i_max i_p99 i_cv% after each #wrong;
 //   - `-S 1` (timestamps): the date and time of the row after the in-place columns;
 //   - `-C 1`: "cputime" in place of "time" (read as the row's time);
 //   - a row whose out-of-place columns are blank (trace replay: 30 or more blanks after the
 //     root column) has the in-place figures only, and takes them for both.
-// Without a header line a row has 13 columns, or 12 without root. Lines prefixed by mpirun's
-// --tag-output ("[1,0]<stdout>:") or by Slurm's srun --label ("0: ") are read without the
-// prefix. The JSON report of `-J` is read by io/nccl_tests_json.hpp (io::load_nccl_tests reads
+// A section title ("# (B) ...") or a header this reader does not know resets the layout to the
+// default: without a header line a row has 13 columns, or 12 without root. Lines prefixed by
+// mpirun's --tag-output ("[1,0]<stdout>:"), MPICH's -prepend-rank ("[0] ") or Slurm's srun
+// --label ("0: ") are read without the prefix. The JSON report of `-J` is read by io/nccl_tests_json.hpp (io::load_nccl_tests reads
 // either). Used by the calibration test and benchmark, and by the learner that fits NCCL-style
 // constants.
 #pragma once
@@ -93,23 +95,34 @@ template <class T>
 
 // Where a data row's figures are, as the table's header line says (or the defaults without one).
 struct layout {
-  bool root = true;     // a root column after redop
+  int redop_at = 3;     // the redop column (-1: none; before 2.13, all_gather, broadcast, ... had none)
+  int root_at = 4;      // the root column (-1: none)
+  std::size_t lead = 5; // size count type [redop] [root]
   int per_iter = 0;     // columns after each #wrong (-I 1: i_min i_max i_p99 i_cv%)
   int trailing = 0;     // tokens after the in-place columns (-S 1: date and time)
-  bool from_header = false;
+  std::size_t header_line = 0;  // the header line it was read from (0: the defaults)
   [[nodiscard]] std::size_t block() const noexcept { return 4 + static_cast<std::size_t>(per_iter); }  // time algbw busbw #wrong [...]
-  [[nodiscard]] std::size_t lead() const noexcept { return root ? 5 : 4; }
-  [[nodiscard]] std::size_t columns() const noexcept { return lead() + 2 * block() + static_cast<std::size_t>(trailing); }
+  [[nodiscard]] std::size_t columns() const noexcept { return lead + 2 * block() + static_cast<std::size_t>(trailing); }
 };
 
-// The layout a header line's tokens (after '#') describe, if they are the column header.
+// Whether a comment line's tokens (after '#') start the column header: "size count type ...".
+[[nodiscard]] inline bool is_header(const std::vector<std::string_view>& h) {
+  return h.size() >= 3 && h[0] == "size" && h[1] == "count" && h[2] == "type";
+}
+
+// The layout a column header's tokens describe (false: not one this reader knows). The leading
+// columns are read by name: 2.13 and later print all five, earlier versions only those their
+// collective has (all_gather: size count type; broadcast: ... type root).
 [[nodiscard]] inline bool header_layout(const std::vector<std::string_view>& h, layout& out) {
-  if (h.size() < 12 || h[0] != "size" || h[1] != "count" || h[2] != "type" || h[3] != "redop") return false;
+  if (!is_header(h)) return false;
   auto is_time = [](std::string_view t) { return t == "time" || t == "cputime"; };
   auto is_wrong = [](std::string_view t) { return t == "#wrong" || t == "error"; };
   layout l;
-  l.root = h[4] == "root";
-  std::size_t i = l.lead();
+  l.redop_at = l.root_at = -1;
+  std::size_t i = 3;
+  if (i < h.size() && h[i] == "redop") l.redop_at = static_cast<int>(i++);
+  if (i < h.size() && h[i] == "root") l.root_at = static_cast<int>(i++);
+  l.lead = i;
   if (i + 4 > h.size() || !is_time(h[i]) || h[i + 1] != "algbw" || h[i + 2] != "busbw" || !is_wrong(h[i + 3])) return false;
   std::size_t j = i + 4;
   while (j < h.size() && !is_time(h[j])) ++j;  // the per-iteration columns, up to the in-place time
@@ -121,7 +134,6 @@ struct layout {
     if (end + 1 != h.size() || h[end] != "timestamp") return false;
     l.trailing = 2;  // "%Y-%m-%d %H:%M:%S"
   }
-  l.from_header = true;
   out = l;
   return true;
 }
@@ -143,10 +155,15 @@ struct layout {
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++lineno;
     auto t = detail::trim(line);
-    if (t.size() > 1 && t.front() == '[') {  // mpirun --tag-output: "[job,rank]<stdout>:"
+    if (t.size() > 1 && t.front() == '[') {  // mpirun --tag-output: "[job,rank]<stdout>:"; MPICH -prepend-rank: "[rank] "
       const auto tag = t.find("]<std");
       const auto colon = tag == std::string_view::npos ? tag : t.find(':', tag);
-      if (colon != std::string_view::npos) t = detail::trim(t.substr(colon + 1));
+      if (colon != std::string_view::npos) {
+        t = detail::trim(t.substr(colon + 1));
+      } else if (const auto close = t.find(']'); close != std::string_view::npos && close > 1 && close < 16 &&
+                                                  t.find_first_not_of("0123456789,", 1) == close) {
+        t = detail::trim(t.substr(close + 1));
+      }
     } else if (!t.empty() && t.front() >= '0' && t.front() <= '9') {  // srun --label: "12: "
       std::size_t d = 0;
       while (d < t.size() && t[d] >= '0' && t[d] <= '9') ++d;
@@ -156,8 +173,9 @@ struct layout {
     if (t.front() == '#') {
       const auto body = detail::trim(t.substr(1));
       const auto tokens = detail::split_ws(body);
-      if (detail::layout l; detail::header_layout(tokens, l)) {
-        lay = l;
+      if (detail::is_header(tokens)) {  // a header this reader does not know leaves the defaults
+        lay = detail::layout{};
+        if (detail::header_layout(tokens, lay)) lay.header_line = lineno;
         continue;
       }
       if (tokens.size() >= 2 && tokens[1] == "(elements)") continue;  // the header's units: "(B) (elements) (us) ...
@@ -166,6 +184,7 @@ struct layout {
       else if (body.size() >= 3 && body[0] == '(' && body[2] == ')') {
         flush();
         cur.title = std::string(body);
+        lay = detail::layout{};  // a new section: its own header, if any, says its columns
       }
       continue;
     }
@@ -173,28 +192,31 @@ struct layout {
     const auto f = detail::split_ws(t);
     const std::string where = "line " + std::to_string(lineno);
     detail::layout l = lay;
-    if (!l.from_header) {
+    if (l.header_line == 0) {
       if (f.size() != 13 && f.size() != 12)
         throw error(where, "expected 13 columns of nccl-tests output (12 without root), got " + std::to_string(f.size()));
-      l.root = f.size() == 13;
+      l.root_at = f.size() == 13 ? 4 : -1;
+      l.lead = f.size() == 13 ? 5 : 4;
     }
     // the columns the header describes, or the in-place ones alone: a trace-replay row prints
     // its out-of-place block as 32 blanks
+    const std::size_t lead = l.lead;
     const bool both = f.size() == l.columns();
-    const bool blank_block = !both && f.size() == l.columns() - l.block() && f.size() > l.lead() &&
-                             f[l.lead()].data() - (f[l.lead() - 1].data() + f[l.lead() - 1].size()) >= 30;
+    const bool blank_block = !both && f.size() == l.columns() - l.block() && f.size() > lead &&
+                             f[lead].data() - (f[lead - 1].data() + f[lead - 1].size()) >= 30;
     if (!both && !blank_block)
-      throw error(where, "expected " + std::to_string(l.columns()) + " columns, as the table's header line says, got " + std::to_string(f.size()));
-    const std::size_t o = l.root ? 1 : 0;  // the root column
+      throw error(where, "expected " + std::to_string(l.columns()) + " columns, as the header on line " + std::to_string(l.header_line) +
+                             " says, got " + std::to_string(f.size()));
     row r;
     if (!detail::parse_num(f[0], r.bytes) || r.bytes < 0) throw error(where, "size is not a byte count: '" + std::string(f[0]) + "'");
     if (!detail::parse_num(f[1], r.count) || r.count < 0) throw error(where, "count is not an element count: '" + std::string(f[1]) + "'");
     r.type = std::string(f[2]);
-    r.redop = std::string(f[3]);
-    if (o == 1 && !detail::parse_num(f[4], r.root)) throw error(where, "root is not an integer: '" + std::string(f[4]) + "'");
-    const std::size_t in_place = both ? l.lead() + l.block() : l.lead();  // the in-place block's first column
+    if (l.redop_at >= 0) r.redop = std::string(f[static_cast<std::size_t>(l.redop_at)]);
+    if (l.root_at >= 0 && !detail::parse_num(f[static_cast<std::size_t>(l.root_at)], r.root))
+      throw error(where, "root is not an integer: '" + std::string(f[static_cast<std::size_t>(l.root_at)]) + "'");
+    const std::size_t in_place = both ? lead + l.block() : lead;  // the in-place block's first column
     double* outs[6] = {&r.time_us, &r.algbw, &r.busbw, &r.in_place_time_us, &r.in_place_algbw, &r.in_place_busbw};
-    const std::size_t cols[6] = {l.lead(), l.lead() + 1, l.lead() + 2, in_place, in_place + 1, in_place + 2};
+    const std::size_t cols[6] = {lead, lead + 1, lead + 2, in_place, in_place + 1, in_place + 2};
     for (int k = both ? 0 : 3; k < 6; ++k)
       if (!detail::parse_num(f[cols[k]], *outs[k]) || !std::isfinite(*outs[k]) || *outs[k] < 0.0)  // from_chars takes "inf", "nan"
         throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a finite non-negative number: '" + std::string(f[cols[k]]) + "'");
@@ -204,6 +226,7 @@ struct layout {
       r.busbw = r.in_place_busbw;
     }
     if (!(r.time_us > 0.0)) throw error(where, "time must be positive");
+    if (!(r.in_place_time_us > 0.0)) throw error(where, "the in-place time must be positive");  // as a JSON report's
     cur.rows.push_back(std::move(r));
   }
   flush();

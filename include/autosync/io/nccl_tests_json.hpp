@@ -41,9 +41,12 @@ struct nccl_tests_shape {
   int ranks = 0;  // processes x threads x GPUs per thread
 };
 
-namespace detail::nccl_json {
+}  // namespace autosync::io
 
-namespace jio = autosync::detail::jio;
+// (in autosync::detail, beside jio: an autosync::io::detail would hide autosync::detail from the
+// io/json readers' unqualified detail::jio)
+namespace autosync::detail::nccl_json {
+
 using json = nlohmann::json;
 
 [[nodiscard]] inline double figure(const json& o, const std::string& f, std::string_view key) {
@@ -72,17 +75,17 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
   return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
 }
 
-[[nodiscard]] inline cost::nccl_tests::log read(const json& j, nccl_tests_shape* shape) {
+[[nodiscard]] inline autosync::cost::nccl_tests::log read(const json& j, io::nccl_tests_shape* shape) {
   jio::expect_object(j, "", "an nccl-tests JSON report");
-  cost::nccl_tests::log out;
-  cost::nccl_tests::section sec;
+  autosync::cost::nccl_tests::log out;
+  autosync::cost::nccl_tests::section sec;
   const json& results = jio::require(j, "", "results");
   jio::expect_array(results, "results");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto f = jio::element("results", i);
     const json& r = results[i];
     jio::expect_object(r, f, "a result (one size)");
-    cost::nccl_tests::row row;
+    autosync::cost::nccl_tests::row row;
     row.bytes = count_of(r, f, "size");
     row.count = count_of(r, f, "count");
     if (const json* v = jio::find(r, "type")) row.type = jio::read_string(*v, jio::member(f, "type"));
@@ -93,7 +96,7 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
         row.root = v->get<std::int64_t>();
       } else {
         const std::string text = jio::read_string(*v, fr);  // trim views it: it must outlive the view
-        if (!cost::nccl_tests::detail::parse_num(cost::nccl_tests::detail::trim(text), row.root))
+        if (!autosync::cost::nccl_tests::detail::parse_num(autosync::cost::nccl_tests::detail::trim(text), row.root))
           throw error(fr, "is not an integer: " + jio::shown(*v));
       }
     }
@@ -111,7 +114,7 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
     sec.rows.push_back(std::move(row));
   }
   if (!sec.rows.empty()) out.sections.push_back(std::move(sec));
-  nccl_tests_shape sh;
+  io::nccl_tests_shape sh;
   if (const json* c = jio::find(j, "config"); c && c->is_object()) {
     std::int64_t per_process = 1;  // ranks per process: threads x GPUs per thread
     for (const char* k : {"nthreads", "ngpus"})
@@ -137,12 +140,14 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
   return out;
 }
 
-}  // namespace detail::nccl_json
+}  // namespace autosync::detail::nccl_json
+
+namespace autosync::io {
 
 // Parses the text of a JSON report; `file` names it in errors ("file:line: 'results[3].size': ...").
 [[nodiscard]] inline cost::nccl_tests::log parse_nccl_tests_json(std::string_view text, const std::string& file = "<nccl-tests json>",
                                                                  nccl_tests_shape* shape = nullptr) {
-  return autosync::detail::jio::parse_text(text, file, [&](const nlohmann::json& j) { return detail::nccl_json::read(j, shape); });
+  return autosync::detail::jio::parse_text(text, file, [&](const nlohmann::json& j) { return autosync::detail::nccl_json::read(j, shape); });
 }
 
 // Reads an nccl-tests log: the JSON report of -J (its first non-blank character is '{') or the
