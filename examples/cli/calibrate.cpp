@@ -163,7 +163,8 @@ int run_calibrate_log(calibrate_opts co) {
   const auto fitted = cost::make_fabric(r.cluster);
   std::cout << "autosync calibrate: " << co.nccl_tests << " (" << all.size() << " rows; fitted to " << fit.size() << "), "
             << co.nodes << " x " << co.devices_per_node << " " << base.device << ", " << name_of(r.cluster.transport.kind)
-            << (any_transport ? (fit.size() >= 4 && co.nodes > 1 ? " (the best fit of every transport)" : " (auto needs 4 sizes on 2 nodes or more: the data sheet's)")
+            << (any_transport ? (cost::transport_fittable(c, fit.size()) ? " (the best fit of every transport)"
+                                                                         : " (auto needs 4 sizes on 2 nodes or more: the data sheet's)")
                               : "")
             << "\n";
   std::cout << "         bytes   measured_us  data_sheet_us  calibrated_us  rel_err\n";

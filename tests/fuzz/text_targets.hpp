@@ -55,8 +55,7 @@ inline void check_log_error(std::string_view text, const error& e) {
 inline bool nccl_tests_log(std::string_view text) {
   cost::nccl_tests::log lg;
   // a JSON report (-J) where io::load_nccl_tests would read one: errors name the file and line
-  const auto first = text.find_first_not_of(" \t\r\n");
-  const bool report = first != std::string_view::npos && text[first] == '{';
+  const bool report = cost::nccl_tests::is_json_report(text);
   try {
     io::nccl_tests_shape shape;
     lg = report ? io::parse_nccl_tests_json(text, std::string(file_name), &shape) : cost::nccl_tests::parse(text);

@@ -193,14 +193,20 @@ namespace detail::cal {
   return r;
 }
 
-// calibrate() when the network's transport is not known: on several nodes with 4 points or more
-// (more points than constants), each transport kind's structure is fitted and the lowest loss
-// kept (a tie keeps c's kind); otherwise calibrate(c) as it is. For a data sheet that does not
-// state the machine's network (`autosync calibrate --nccl-tests` without --transport).
+// Whether calibrate_transport fits the transport of c from `points` sizes: on several nodes with
+// 4 points or more (more points than constants).
+[[nodiscard]] inline bool transport_fittable(const cluster_spec& c, std::size_t points) noexcept {
+  return c.worker_nodes() >= 2 && points >= 4;
+}
+
+// calibrate() when the network's transport is not known: where transport_fittable, each transport
+// kind's structure is fitted and the lowest loss kept (a tie keeps c's kind); otherwise
+// calibrate(c) as it is. For a data sheet that does not state the machine's network
+// (`autosync calibrate --nccl-tests --transport auto`).
 [[nodiscard]] inline calibration_result calibrate_transport(const cluster_spec& c, std::span<const calibration_point> pts,
                                                             const calibration_target& t = {}) {
   auto best = calibrate(c, pts, t);
-  if (c.worker_nodes() < 2 || pts.size() < 4) return best;
+  if (!transport_fittable(c, pts.size())) return best;
   for (const auto kind : {transport_kind::rdma, transport_kind::efa, transport_kind::slingshot, transport_kind::gpudirect_tcp, transport_kind::tcp}) {
     if (kind == c.transport.kind) continue;
     cluster_spec other = c;

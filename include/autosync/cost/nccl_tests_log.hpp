@@ -51,6 +51,12 @@ struct row {
   double time_us = 0.0, algbw = 0.0, busbw = 0.0;                         // out-of-place
   double in_place_time_us = 0.0, in_place_algbw = 0.0, in_place_busbw = 0.0;
   [[nodiscard]] double seconds() const noexcept { return time_us * 1e-6; }
+  // A row with the in-place figures only (trace replay): they stand for the row's.
+  void in_place_only() noexcept {
+    time_us = in_place_time_us;
+    algbw = in_place_algbw;
+    busbw = in_place_busbw;
+  }
 };
 
 struct section {
@@ -220,11 +226,7 @@ struct layout {
     for (int k = both ? 0 : 3; k < 6; ++k)
       if (!detail::parse_num(f[cols[k]], *outs[k]) || !std::isfinite(*outs[k]) || *outs[k] < 0.0)  // from_chars takes "inf", "nan"
         throw error(where, "column " + std::to_string(cols[k] + 1) + " is not a finite non-negative number: '" + std::string(f[cols[k]]) + "'");
-    if (!both) {  // in-place only: its figures stand for the row's
-      r.time_us = r.in_place_time_us;
-      r.algbw = r.in_place_algbw;
-      r.busbw = r.in_place_busbw;
-    }
+    if (!both) r.in_place_only();
     if (!(r.time_us > 0.0)) throw error(where, "time must be positive");
     if (!(r.in_place_time_us > 0.0)) throw error(where, "the in-place time must be positive");  // as a JSON report's
     cur.rows.push_back(std::move(r));
@@ -233,21 +235,38 @@ struct layout {
   return out;
 }
 
-// Reads and parses a text log. Throws autosync::error naming the path when it cannot be read, or
-// when it is a JSON report (io::load_nccl_tests reads both).
-[[nodiscard]] inline log load(const std::string& path) {
+// Whether a log's text is the JSON report of nccl-tests -J (its first non-blank character is '{').
+[[nodiscard]] inline bool is_json_report(std::string_view text) noexcept {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{';
+}
+
+namespace detail {
+// A log file's text. Throws autosync::error naming the path when it cannot be read.
+[[nodiscard]] inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error(path, "cannot open nccl-tests log");
   std::ostringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (const auto first = text.find_first_not_of(" \t\r\n"); first != std::string::npos && text[first] == '{')
-    throw error(path, "is a JSON report (nccl-tests -J): read it with io::load_nccl_tests (autosync/io/nccl_tests_json.hpp)");
+  return ss.str();
+}
+// parse() of a file's text, its errors naming the path: "'path': 'line N': what".
+[[nodiscard]] inline log parse_file_text(const std::string& text, const std::string& path) {
   try {
     return parse(text);
   } catch (const error& e) {
-    throw error(path, e.what());  // "'path': 'line N': what"
+    throw error(path, e.what());
   }
+}
+}  // namespace detail
+
+// Reads and parses a text log. Throws autosync::error naming the path when it cannot be read, or
+// when it is a JSON report (io::load_nccl_tests reads both).
+[[nodiscard]] inline log load(const std::string& path) {
+  const std::string text = detail::read_file(path);
+  if (is_json_report(text))
+    throw error(path, "is a JSON report (nccl-tests -J): read it with io::load_nccl_tests (autosync/io/nccl_tests_json.hpp)");
+  return detail::parse_file_text(text, path);
 }
 
 }  // namespace autosync::cost::nccl_tests

@@ -27,9 +27,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -61,10 +59,11 @@ using json = nlohmann::json;
 // One placement's figures: time (or cpu_time), alg_bw, bus_bw.
 inline void placement(const json& o, const std::string& f, double& time_us, double& algbw, double& busbw) {
   jio::expect_object(o, f, "the figures of one placement");
-  time_us = figure(o, f, jio::find(o, "time") || !jio::find(o, "cpu_time") ? "time" : "cpu_time");
+  const std::string_view key = jio::find(o, "time") || !jio::find(o, "cpu_time") ? "time" : "cpu_time";
+  time_us = figure(o, f, key);
   algbw = figure(o, f, "alg_bw");
   busbw = figure(o, f, "bus_bw");
-  if (!(time_us > 0.0)) throw error(jio::member(f, jio::find(o, "time") ? "time" : "cpu_time"), "must be positive");
+  if (!(time_us > 0.0)) throw error(jio::member(f, key), "must be positive");
 }
 
 [[nodiscard]] inline std::int64_t count_of(const json& r, const std::string& f, std::string_view key) {
@@ -106,11 +105,7 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
     if (!has_oop && !has_ip) throw error(f, "has neither out_of_place nor in_place figures");
     if (has_oop) placement(*oop, jio::member(f, "out_of_place"), row.time_us, row.algbw, row.busbw);
     if (has_ip) placement(*ip, jio::member(f, "in_place"), row.in_place_time_us, row.in_place_algbw, row.in_place_busbw);
-    if (!has_oop) {  // trace replay: in-place only
-      row.time_us = row.in_place_time_us;
-      row.algbw = row.in_place_algbw;
-      row.busbw = row.in_place_busbw;
-    }
+    if (!has_oop) row.in_place_only();  // trace replay
     sec.rows.push_back(std::move(row));
   }
   if (!sec.rows.empty()) out.sections.push_back(std::move(sec));
@@ -154,19 +149,10 @@ namespace autosync::io {
 // text output (cost::nccl_tests::parse). Errors name the path. `shape`, when given, receives the
 // JSON report's machine (zeros for a text log, which does not say it reliably).
 [[nodiscard]] inline cost::nccl_tests::log load_nccl_tests(const std::string& path, nccl_tests_shape* shape = nullptr) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error(path, "cannot open nccl-tests log");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') return parse_nccl_tests_json(text, path, shape);
+  const std::string text = cost::nccl_tests::detail::read_file(path);
+  if (cost::nccl_tests::is_json_report(text)) return parse_nccl_tests_json(text, path, shape);
   if (shape) *shape = {};
-  try {
-    return cost::nccl_tests::parse(text);
-  } catch (const error& e) {
-    throw error(path, e.what());
-  }
+  return cost::nccl_tests::detail::parse_file_text(text, path);
 }
 
 }  // namespace autosync::io
