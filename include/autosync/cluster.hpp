@@ -69,6 +69,8 @@ struct device_compute {
   double memory_efficiency = 0.0; // fraction of it a streaming kernel reaches, (0, 1]
   int multiprocessors = 0;        // SMs (CUDA) or cores: the tiles of one wave; 0: no quantization
   double kernel_floor = 0.0;      // seconds: the least time one kernel takes in a stream of them
+  double l2_bytes = 0.0;          // bytes of the on-chip L2 cache (0: unknown): whether a kernel's
+                                  // input may still be there (cost/compute.hpp, batch norm)
 
   [[nodiscard]] constexpr bool described() const noexcept { return fp32 > 0.0 && memory_bandwidth > 0.0; }
   friend constexpr bool operator==(const device_compute&, const device_compute&) = default;
@@ -205,6 +207,7 @@ struct cluster_spec {
     fraction(d.memory_efficiency, "memory_efficiency");
     if (d.multiprocessors < 0 || d.multiprocessors > 1'000'000) throw error(f + ".multiprocessors", "must be in [0, 1000000]");
     if (!(d.kernel_floor >= 0.0 && d.kernel_floor < 1.0)) throw error(f + ".kernel_floor", "must be seconds in [0, 1)");
+    if (!(d.l2_bytes >= 0.0 && d.l2_bytes <= 1e12)) throw error(f + ".l2_bytes", "must be bytes in [0, 1e12] (0: unknown)");
   }
 };
 

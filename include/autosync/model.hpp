@@ -128,7 +128,10 @@ inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precisio
 //   attention   queries, keys, head dim; count = batch x heads   -     fused attention (SDPA: FlashAttention
 //                                                                      or memory-efficient; `causal`: masked
 //                                                                      half skipped); scores stay on chip
-//   batch_norm  -                                        activation elements (statistics over the batch)
+//   batch_norm  batch N, channels C (optional, both)     activation elements N x C x H x W (statistics
+//                                                        per channel over N x H x W; with N and C the
+//                                                        kernels' launch shapes are modelled, without
+//                                                        them the bytes alone)
 //   layer_norm  -                                        activation elements (statistics per row)
 //   activation  -                                        elements     ReLU, GELU, tanh ...
 //   add         -                                        elements     residual add (backward: the
@@ -363,6 +366,14 @@ struct model_spec {
         dim(l.k, "k", 0);
         if (l.kind == layer_kind::embedding && (l.m < 1 || l.n < 1))
           throw error(f + (l.m < 1 ? ".m" : ".n"), "an embedding states its table rows (m) and width (n)");
+        if (l.kind == layer_kind::batch_norm && (l.m > 0 || l.n > 0)) {
+          if (l.m < 1 || l.n < 1)
+            throw error(f + (l.m < 1 ? ".m" : ".n"), "a batch_norm states both its batch (m) and channels (n), or neither");
+          if (l.elements % l.m != 0 || (l.elements / l.m) % l.n != 0)
+            throw error(f + ".elements", "a batch_norm's elements must be its batch (m) x channels (n) x spatial size, got " +
+                                             std::to_string(l.elements) + " for m " + std::to_string(l.m) + ", n " +
+                                             std::to_string(l.n));
+        }
       }
       dim(l.outputs, "outputs", (l.kind == layer_kind::max_pool || l.kind == layer_kind::avg_pool) ? 1 : 0);
     }

@@ -8,8 +8,8 @@
 //   build/tests/bench/bench_compute_layers --model resnet50 --precision bf16 --device h200   # predicted
 //   build/tests/bench/bench_compute_layers tests/data/compute/h200-layers.jsonl            # vs measured
 //
-// Options: --model NAME and --precision P pick the rows of the file (default: every model and
-// precision in it; without a file vgg16, pytorch-fp32); --device h200|h100 (default: the file's
+// Options: --model NAME and --precision P pick the rows of the file (default: every model, precision
+// and batch in it, each at the lines' "batch"; without a file vgg16, pytorch-fp32); --device h200|h100 (default: the file's
 // "device", else h200); --top N (the N layers of largest error, default 5); --totals (kinds and
 // largest errors only, no per-layer rows).
 //
@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -55,6 +56,7 @@ struct times {
 // One (model, precision) of the file: its module rows and the summary of each pass.
 struct measured_run {
   std::string model, precision, device;
+  std::int64_t batch = 0;  // the lines' "batch" (0: the zoo's)
   std::map<std::string, times> leaves, containers;
   times total, busy, unattributed;
 };
@@ -93,10 +95,10 @@ std::vector<measured_run> read_runs(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw error(path, "cannot be read");
   std::vector<measured_run> runs;
-  auto run_of = [&](const std::string& model, const std::string& prec) -> measured_run& {
+  auto run_of = [&](const std::string& model, const std::string& prec, std::int64_t batch) -> measured_run& {
     for (auto& r : runs)
-      if (r.model == model && r.precision == prec) return r;
-    runs.push_back({model, prec, {}, {}, {}, {}, {}, {}});
+      if (r.model == model && r.precision == prec && r.batch == batch) return r;
+    runs.push_back({model, prec, {}, batch, {}, {}, {}, {}, {}});
     return runs.back();
   };
   std::string line;
@@ -107,7 +109,7 @@ std::vector<measured_run> read_runs(const std::string& path) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw error(path + ":" + std::to_string(n), "is not a JSON object");
     if (!j.contains("model") || !j.contains("precision") || j.contains("error")) continue;
-    auto& r = run_of(j.at("model").get<std::string>(), j.at("precision").get<std::string>());
+    auto& r = run_of(j.at("model").get<std::string>(), j.at("precision").get<std::string>(), j.value("batch", std::int64_t{0}));
     if (j.contains("layer")) {
       const times t{j.value("fwd_ms", 0.0), j.value("bwd_ms", 0.0)};
       (j.value("leaf", true) ? r.leaves : r.containers)[j.at("layer").get<std::string>()] = t;
@@ -256,6 +258,17 @@ void report(const model_spec& m, const device_compute& d, const char* device_nam
   std::printf("\n");
 }
 
+// The zoo's model at the measured batch (the CNNs' builders take one; 0: the zoo's default).
+model_spec model_at(const std::string& name, std::int64_t batch) {
+  model_spec m = zoo::make_model(name);
+  if (batch <= 0 || batch == m.batch_per_device) return m;
+  if (name == "resnet50") return zoo::resnet50(batch);
+  if (name == "resnet101") return zoo::resnet101(batch);
+  if (name == "resnet152") return zoo::resnet152(batch);
+  if (name == "vgg16") return zoo::vgg16(batch);
+  throw error("batch", "no zoo builder for " + name + " at batch " + std::to_string(batch));
+}
+
 int run(int argc, char** argv) {
   const options o = parse(argc, argv);
   if (o.file.empty()) {
@@ -278,7 +291,7 @@ int run(int argc, char** argv) {
     const std::string dev = o.device.empty() ? r.device : o.device;
     const auto d = device_of(dev);
     if (!d) throw error("--device", "no compute description for device '" + dev + "' (h200, h100)");
-    model_spec m = zoo::make_model(r.model);
+    model_spec m = model_at(r.model, r.batch);
     m.training_precision = *p;
     report(m, *d, dev.c_str(), &r, o);
     ++shown;

@@ -85,6 +85,7 @@ inline std::vector<compute_measurement> compute_measurements() {
   const char* h200 = "H200 SXM, PyTorch 2.11, compute_measure.py (kernel busy time)";
   const char* h100_now = "H100 SXM5, PyTorch 2.11, transformers 5.17, compute_measure.py (kernel busy time)";
   const char* h200_shapes = "H200 SXM, PyTorch 2.11, transformers 5.17, compute_measure.py --batch/--seq/--attention (kernel busy time)";
+  const char* h200_layers = "H200 SXM, PyTorch 2.11, compute_measure.py --per-layer --batch (the passes' kernel busy time)";
   return {
       {"resnet50", 0, "H100-SXM5", h100_sxm, h, precision::pytorch_fp32, false, 6.37, 12.87, 0, false, h100},
       {"resnet50", 0, "H100-SXM5", h100_sxm, h, precision::bf16, false, 5.99, 9.53, 0, false, h100},
@@ -142,6 +143,17 @@ inline std::vector<compute_measurement> compute_measurements() {
       {"vgg16", 64, "H200-SXM", h200_sxm, h, precision::bf16, false, 10.81, 18.26, 0, true, h200_shapes},
       {"gpt2", 0, "H200-SXM", h200_sxm, h, precision::bf16, false, 11.94, 17.51, 0, true, h200_shapes, 0, true},
       {"bert-large", 0, "H200-SXM", h200_sxm, h, precision::bf16, false, 9.03, 18.86, 0, true, h200_shapes, 0, true},
+      // the H200 again, measured after batch norm's kernels were modelled: ResNet-50 at batch 16
+      // and 128 (the passes of tests/data/compute/h200-layers-batches.jsonl), ResNet-101 and -152
+      // at batch 64 (h200-shapes.jsonl)
+      {"resnet50", 16, "H200-SXM", h200_sxm, h, precision::pytorch_fp32, false, 3.195, 6.232, 0, true, h200_layers},
+      {"resnet50", 16, "H200-SXM", h200_sxm, h, precision::bf16, false, 3.133, 4.928, 0, true, h200_layers},
+      {"resnet50", 128, "H200-SXM", h200_sxm, h, precision::pytorch_fp32, false, 19.715, 39.189, 0, true, h200_layers},
+      {"resnet50", 128, "H200-SXM", h200_sxm, h, precision::bf16, false, 20.733, 32.546, 0, true, h200_layers},
+      {"resnet101", 64, "H200-SXM", h200_sxm, h, precision::pytorch_fp32, false, 15.348, 31.966, 0, true, h200_shapes},
+      {"resnet101", 64, "H200-SXM", h200_sxm, h, precision::bf16, false, 15.526, 25.191, 0, true, h200_shapes},
+      {"resnet152", 64, "H200-SXM", h200_sxm, h, precision::pytorch_fp32, false, 21.133, 44.321, 0, true, h200_shapes},
+      {"resnet152", 64, "H200-SXM", h200_sxm, h, precision::bf16, false, 21.131, 34.336, 0, true, h200_shapes},
   };
 }
 
@@ -151,6 +163,8 @@ inline model_spec model_of(const compute_measurement& r) {
   model_spec m = zoo::make_model(name);
   const std::int64_t batch = r.batch > 0 ? r.batch : m.batch_per_device;
   if (name == "resnet50" && r.batch > 0) m = zoo::resnet50(batch);
+  if (name == "resnet101" && r.batch > 0) m = zoo::resnet101(batch);
+  if (name == "resnet152" && r.batch > 0) m = zoo::resnet152(batch);
   if (name == "vgg16" && r.batch > 0) m = zoo::vgg16(batch);
   if (name == "gpt2" && (r.batch > 0 || r.seq > 0 || r.sdpa)) m = zoo::gpt2_model("gpt2", 12, 768, batch, r.seq > 0 ? r.seq : 1024, r.sdpa);
   if (name == "bert-large" && (r.batch > 0 || r.seq > 0 || r.sdpa)) m = zoo::bert("bert-large", 24, 1024, batch, r.seq > 0 ? r.seq : 512, r.sdpa);

@@ -216,21 +216,45 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
   l.m = 1280;
   CHECK(cost::time_of(l, precision::pytorch_fp32, d).backward ==
         doctest::Approx(g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
-  // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not
+  // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not. A 3 x 3
+  // convolution of 128 channels in: x is 1280 x 128, W 1280 x 1152, y 1280 x 1280.
   layer c;
   c.kind = layer_kind::conv;
   c.m = 1280;
   c.n = 1280;
+  c.k = 1152;
+  c.elements = 1280 * 128;  // input elements
+  auto tr = [&](double elements) { return K_ + 2.0 * elements * 4 / 1e12; };  // one transpose of fp32 elements
+  {
+    const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
+    c.channels_last = true;
+    const auto nhwc = cost::time_of(c, precision::pytorch_fp32, d);
+    c.channels_last = false;
+    const double x = 1280.0 * 128, w = 1280.0 * 1152, y = 1280.0 * 1280;
+    CHECK(nchw.forward - nhwc.forward == doctest::Approx(tr(x) + tr(w) + tr(y)).epsilon(1e-9));
+    // dy for wgrad and again for dgrad, x for wgrad, W for dgrad; dW and dx back
+    CHECK(nchw.backward - nhwc.backward == doctest::Approx(2 * tr(x) + 2 * tr(w) + 2 * tr(y)).epsilon(1e-9));
+    c.input_grad = false;  // no dgrad: dy, x in, dW back
+    CHECK(cost::time_of(c, precision::pytorch_fp32, d).backward -
+              [&] { auto v = c; v.channels_last = true; return cost::time_of(v, precision::pytorch_fp32, d).backward; }() ==
+          doctest::Approx(tr(x) + tr(w) + tr(y)).epsilon(1e-9));
+    c.input_grad = true;
+  }
+  // a 1 x 1 convolution of stride 1 (input elements = m x k) is a GEMM over NCHW as it stands:
+  // no transposes (cuDNN runs it on cuBLAS-style GEMM kernels; tests/data/compute/README.md)
   c.k = 1280;
-  c.elements = 1280 * 1280;  // input elements (1x1 conv)
-  const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
-  c.channels_last = true;
-  const auto nhwc = cost::time_of(c, precision::pytorch_fp32, d);
-  const double tr = K_ + 2.0 * 1280 * 1280 * 4 / 1e12;  // one transpose of a 1280 x 1280 fp32 tensor
-  CHECK(nchw.forward - nhwc.forward == doctest::Approx(3 * tr).epsilon(1e-9));
-  CHECK(nchw.backward - nhwc.backward == doctest::Approx(4 * tr).epsilon(1e-9));
-  CHECK(cost::time_of(c, precision::fp32, d).forward == cost::time_of(c, precision::fp32, d).forward);
-  c.channels_last = false;
+  c.elements = 1280 * 1280;
+  {
+    const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
+    c.channels_last = true;
+    const auto nhwc = cost::time_of(c, precision::pytorch_fp32, d);
+    c.channels_last = false;
+    CHECK(nchw.forward == nhwc.forward);
+    CHECK(nchw.backward == nhwc.backward);
+    c.elements = 4 * 1280 * 1280;  // stride 2: the input is 4x the output positions, transposed again
+    CHECK(cost::time_of(c, precision::pytorch_fp32, d).forward > nchw.forward + 3 * K_);
+    c.elements = 1280 * 1280;
+  }
   const auto simt = cost::time_of(c, precision::fp32, d);  // fp32 units: no transposes
   CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
   // a convolution's bias is a kernel of its own in forward (r y w y), unlike a linear layer's

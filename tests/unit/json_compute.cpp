@@ -114,4 +114,14 @@ TEST_CASE("json: bad compute fields name their field") {
                                                "memory_efficiency": 0.9, "kernel_floor": "4us", "multiprocessors": 80}}]})");
   CHECK(ok.nodes[0].compute.memory_bandwidth == doctest::Approx(900e9));
   CHECK(ok.nodes[0].compute.kernel_floor == doctest::Approx(4e-6));
+  CHECK(ok.nodes[0].compute.l2_bytes == 0.0);  // not stated: unknown
+  // the L2 cache's bytes: read, validated, written back only when known
+  const auto l2 = io::parse_cluster(node + R"({"fp32": 1e13, "memory_bandwidth": "900GB/s", "matmul_efficiency": 0.8,
+                                               "memory_efficiency": 0.9, "l2_bytes": 6291456}}]})");
+  CHECK(l2.nodes[0].compute.l2_bytes == 6291456.0);
+  CHECK(io::parse_cluster(io::to_json_text(l2)).nodes[0].compute == l2.nodes[0].compute);
+  CHECK(io::to_json_text(ok).find("l2_bytes") == std::string::npos);
+  CHECK(cluster_error(node + R"({"fp32": 1e13, "memory_bandwidth": "900GB/s", "matmul_efficiency": 0.8,
+                                 "memory_efficiency": 0.9, "l2_bytes": -1}}]})") ==
+        "<cluster>:2: 'nodes[0].compute.l2_bytes': must be bytes in [0, 1e12] (0: unknown)");
 }

@@ -61,7 +61,9 @@
 //   residual stream: forward r 2E + 4E, w 4E; backward the gradients meet in fp32, and the
 //   gradient is cast to 16 bits for the branch, r 4E w 2E)
 //   softmax      1: r E, w E                         1: r 2E (y, dy), w E
-//   batch_norm   2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
+//   batch_norm   with its batch and channels (layer::m, n), NCHW, on a device with SMs: the
+//                kernels' launch shapes, latency-bound (see "batch norm" below); otherwise bytes:
+//                2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
 //   layer_norm   1: r E, w E                         2: dx r 2E, w E; dgamma/dbeta r 2E
 //   max_pool     1: r In, w Out + 8 Out (indices)    2: zero dX (w In); r Out + 8 Out, w In
@@ -82,9 +84,13 @@
 //                of its own, r M x Cout w M x Cout (PyTorch adds a convolution's bias after cuDNN's
 //                kernel, not in its epilogue, as VGG16's per-layer kernels show: tests/data/compute)
 //                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
-//                kernels are NHWC, so x, W and y are transposed in (forward: x, W, y back; backward:
-//                dy, x for wgrad, dW back, dx back), each r E w E (NVIDIA, "Convolutional Layers
-//                User's Guide", Tensor Layouts In Memory: NCHW vs NHWC)
+//                kernels are NHWC, so x, W and y are transposed in (forward: x, W in, y back;
+//                backward: dy for the wgrad and again for the dgrad, x, W in; dW, dx back), each
+//                r E w E (NVIDIA, "Convolutional Layers User's Guide", Tensor Layouts In Memory:
+//                NCHW vs NHWC; the kernels per layer: tests/data/compute/h200-resnet50-kernels.jsonl).
+//                A 1 x 1 convolution of stride 1 (input elements = m x k) is a plain GEMM over
+//                the NCHW tensors, which cuDNN runs on GEMM kernels: no transposes. Any other
+//                convolution's wgrad on the TF32 unit runs at 1 / tf32_wgrad_slowdown of its rate
 //   matmul       1 batched GEMM                      2 batched GEMMs (dA, dB)
 //   attention    fused (SDPA): 2 products per 128-query block, the keys streamed; backward 5
 //                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
@@ -186,6 +192,16 @@ inline constexpr double misaligned_gemm_efficiency = 0.155;
 // for every device with SMs (their number scales it; their clock and latency do not enter, an
 // assumption beyond the one SM generation measured). channels_last runs other kernels
 // (max_pool_*_nhwc, shared-memory tiles over channels), not measured: bandwidth only.
+// cuDNN's implicit-GEMM weight gradient (the `wgrad` kernels of a convolution that is not a plain
+// GEMM: 3 x 3, 7 x 7, strided) runs slower in TF32 than the unit's rate against bf16 says. Measured
+// by compute_measure.py --per-layer --kernels on one H200 (tests/data/compute/
+// h200-resnet50-kernels.jsonl), ResNet-50's sixteen 3 x 3 convolutions at batch 32: their TF32
+// wgrad kernels took 2.38-3.22x their bf16 ones, where the datasheet's rates (494.5 against 989.5
+// TFLOP/s) give 2; the geometric mean over the 16 of (TF32 time / bf16 time) / 2 is 1.397 (each
+// layer 1.19-1.61). Their dgrad (0.86-1.15) and forward kernels keep the datasheet's ratio. The
+// figure is taken for every device's TF32 unit; the H100 rows are its check.
+inline constexpr double tf32_wgrad_slowdown = 1.40;
+
 inline constexpr double max_pool_forward_sm_seconds = 0.39e-9;
 inline constexpr double max_pool_backward_sm_seconds = 1.29e-9;
 
@@ -210,11 +226,14 @@ struct roofline {
   // reads its input once, not the m x k im2col matrix).
   // `misaligned`: the operands' rows are not 16-byte multiples (misaligned_gemm_efficiency, on
   // a tensor-core unit of the device's; fp32, and a missing unit's fallback to it, are not slowed).
+  // `efficiency` scales the rate further (a kernel family measured below it: tf32_wgrad_slowdown).
   [[nodiscard]] constexpr double gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t count, math_unit unit,
-                                      double in_bytes, double out_bytes, double moved = 0.0, bool misaligned = false) const noexcept {
+                                      double in_bytes, double out_bytes, double moved = 0.0, bool misaligned = false,
+                                      double efficiency = 1.0) const noexcept {
     // a unit the device lacks falls back to fp32's SIMT kernels, which need no alignment
     const bool slow = misaligned && tensor_unit(*device, unit);
-    const double rate = peak(*device, unit) * device->matmul_efficiency * (slow ? misaligned_gemm_efficiency : 1.0);
+    const double rate =
+        peak(*device, unit) * device->matmul_efficiency * (slow ? misaligned_gemm_efficiency : 1.0) * efficiency;
     const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k),
                  dc = static_cast<double>(count);
     const double bytes = moved > 0.0 ? moved : dc * ((dm * dk + dk * dn) * in_bytes + dm * dn * out_bytes);
@@ -247,6 +266,122 @@ struct layer_time {
   double forward = 0.0, backward = 0.0;
 };
 
+// ---- batch norm --------------------------------------------------------------------------------
+// Training-mode batch norm over an NCHW tensor (layer::m = N, layer::n = C; R = N x H x W elements
+// per channel) reduces each channel, and both implementations PyTorch runs give every channel a
+// thread block of its own: a block's time is the latency of its dependent loads, and a layer's is
+// that times the waves of blocks the device holds at once. Device memory is not what binds (the
+// roofline's bytes alone predict 0.2-0.7 of the measured times). Measured by
+// tests/bench/norm_measure.py on one H200 (PyTorch 2.11.0+cu130 and its cuDNN), 259 shapes
+// N in 8..128, C in 16..2048, H = W in 7..112 for each precision (tests/data/compute/
+// h200-batchnorm.jsonl); the figures below are fitted there (the 90th-percentile error least on a
+// grid) and checked against the batch norms inside ResNet-50 on the H200 at batch 32 and 64 and on
+// an H100 at batch 32, and at batch 16 and 128 measured after the fit (tests/data/compute/
+// *-layers*.jsonl; tests/unit/cost_batch_norm.cpp).
+//
+// bf16 autocast: PyTorch's own kernels (aten/src/ATen/native/cuda/Normalization.cuh; PyTorch
+// gives cuDNN no bf16 input).
+//   statistics  batch_norm_collect_statistics_kernel: C blocks of 512 threads, tx = the least of
+//               32, 64, ..., 512 that covers H x W and ty = 512 / tx, each thread a Welford loop of
+//               ceil(N / ty) x ceil(H x W / tx) steps with one dependent load each. Up to 4 blocks
+//               share an SM (2,048 threads): ceil(C / (4 SMs)) waves of k = min(4, ceil(C / SMs))
+//               blocks per SM. A wave takes `block` + k x `block_per_resident` + steps x the longer
+//               of the load's latency and k x `step_issue` (the SM issuing for k blocks). The
+//               latency: `cached` while the input fits in a quarter of L2 (0.23 x l2_bytes), `memory`
+//               from two thirds (0.67 x) on, linear between (no L2 figure: `memory`).
+//   transform   batch_norm_transform_input_kernel: a block per channel and batch row (tx = the
+//               larger of the least covering H x W / 4 and min(that covering H x W, 64), ty =
+//               64 / tx, C x min(262,144 / C, ceil(N / ty)) blocks); SM-bound: `transform_block` +
+//               the elements x `transform_element`, SM-seconds.
+//   two floors  the running statistics' update and num_batches_tracked += 1.
+//   backward    batch_norm_backward_kernel: the statistics' blocks and steps, each step loading x
+//               and dy (the reduction) and then writing dx; its L2 test counts both inputs.
+// fp32, TF32 and fp16: cuDNN's bn_fw_tr_1C11 / bn_bw_1C11 kernels (and num_batches_tracked += 1,
+// a floor, in forward). A channel whose bytes fit one block (forward 98 KiB = 25,088 fp32 values,
+// backward 49 KiB) is read once ("singleread"); a larger one is walked by one block per SM. A
+// wave takes `block` + the channel's size x its per-element (large) or per-byte (singleread)
+// time, and the kernel at least its bytes at `memory_share` of the memory rate (forward: x, y;
+// large x twice; backward: x, dy, dx; large x and dy twice).
+//
+// The figures are the H200's and are taken for every device with SMs; a device's SM count sets
+// the waves and its L2 size the latency (the H100, 50 MiB, is the check); their clocks and load
+// latencies do not enter, an assumption beyond the one generation measured. channels_last and
+// layers without their batch and channels: bytes only, as before (two kernels each way).
+namespace bn {
+
+struct pytorch_kernel {  // statistics or backward
+  double block, block_per_resident, step_cached, step_memory, step_issue, cached_share;
+};
+inline constexpr pytorch_kernel statistics{0.5e-6, 0.6e-6, 0.23e-6, 0.44e-6, 0.12e-6, 1.0};
+inline constexpr pytorch_kernel backward{0.5e-6, 0.6e-6, 0.40e-6, 1.00e-6, 0.24e-6, 2.0};
+inline constexpr double l2_cached = 0.23, l2_missed = 0.67;  // of l2_bytes: the input's bytes
+inline constexpr double transform_block = 0.06e-6;         // SM-seconds per block
+inline constexpr double transform_element = 0.24e-9;       // SM-seconds per element
+
+struct cudnn_kernel {
+  double singleread_bytes;  // a channel of at most this many bytes is read once
+  int singleread_per_sm;    // singleread blocks an SM holds
+  double singleread_block, singleread_byte;  // seconds per wave, per byte of a channel
+  double large_block, large_element;         // seconds per wave, per element of a channel
+  double singleread_passes, large_passes;    // tensors' bytes moved (see above)
+};
+inline constexpr cudnn_kernel cudnn_forward{100352.0, 2, 2e-6, 0.075e-9, 0.0, 0.5e-9, 2.0, 3.0};
+inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 5e-6, 0.8e-9, 3.0, 5.0};
+inline constexpr double memory_share = 0.6;
+
+// The threads PyTorch gives one dimension of a reduction (Normalization.cuh getNumThreads).
+[[nodiscard]] constexpr std::int64_t threads_for(std::int64_t elements) noexcept {
+  for (std::int64_t t : {32, 64, 128, 256}) if (elements <= t) return t;
+  return 512;
+}
+
+}  // namespace bn
+
+// The forward and backward time of a batch norm with its batch and channels (layer::m, layer::n)
+// on a device with SMs (see "batch norm" above).
+[[nodiscard]] constexpr layer_time batch_norm_time(const layer& l, precision p, const device_compute& d) noexcept {
+  const roofline r{&d};
+  const double floor = d.kernel_floor;
+  const std::int64_t N = l.m, C = l.n, HW = l.elements / l.m / l.n;  // (model_spec::validate: exact)
+  const double E = static_cast<double>(l.elements), sms = static_cast<double>(d.multiprocessors);
+  layer_time t;
+  if (p == precision::bf16) {
+    const std::int64_t tx = bn::threads_for(HW), ty = std::max<std::int64_t>(1, 512 / tx);
+    const double steps = static_cast<double>(roofline::ceil_div(N, ty) * roofline::ceil_div(HW, tx));
+    const double k = static_cast<double>(std::min<std::int64_t>(4, roofline::ceil_div(C, d.multiprocessors)));
+    const double waves = static_cast<double>(roofline::ceil_div(C, 4 * std::int64_t{d.multiprocessors}));
+    auto blocks = [&](const bn::pytorch_kernel& q) {
+      const double bytes = E * 2.0 * q.cached_share;  // the 16-bit input (backward: and dy)
+      double cached = 0.0;
+      if (d.l2_bytes > 0.0)
+        cached = std::clamp((bn::l2_missed * d.l2_bytes - bytes) / ((bn::l2_missed - bn::l2_cached) * d.l2_bytes), 0.0, 1.0);
+      const double latency = cached * q.step_cached + (1.0 - cached) * q.step_memory;
+      return floor + waves * (q.block + k * q.block_per_resident + steps * std::max(latency, k * q.step_issue));
+    };
+    const std::int64_t fx = std::max(bn::threads_for(HW / 4), std::min<std::int64_t>(bn::threads_for(HW), 64));
+    const std::int64_t fy = std::max<std::int64_t>(64 / fx, 1);
+    const double transform_blocks =
+        static_cast<double>(C * std::max<std::int64_t>(1, std::min(262144 / C, roofline::ceil_div(N, fy))));
+    t.forward = blocks(bn::statistics) + floor + (transform_blocks * bn::transform_block + E * bn::transform_element) / sms +
+                2.0 * floor;
+    t.backward = blocks(bn::backward);
+    return t;
+  }
+  const double b = activation_bytes(p, l.kind);
+  const double R = static_cast<double>(N * HW);
+  auto cudnn = [&](const bn::cudnn_kernel& q) {
+    const bool single = R * b <= q.singleread_bytes;
+    const std::int64_t per_sm = single ? q.singleread_per_sm : 1;
+    const double waves = static_cast<double>(roofline::ceil_div(C, per_sm * std::int64_t{d.multiprocessors}));
+    const double wave = single ? q.singleread_block + R * b * q.singleread_byte : q.large_block + R * q.large_element;
+    const double bytes = (single ? q.singleread_passes : q.large_passes) * E * b;
+    return floor + std::max(waves * wave, bytes / (r.memory_rate() * bn::memory_share));
+  };
+  t.forward = cudnn(bn::cudnn_forward) + floor;
+  t.backward = cudnn(bn::cudnn_backward);
+  return t;
+}
+
 [[nodiscard]] constexpr layer_time time_of(const layer& l, precision p, const device_compute& d, bool sparse_gradient = false) {
   const roofline r{&d};
   const double b = activation_bytes(p, l.kind);
@@ -269,16 +404,19 @@ struct layer_time {
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
       if (l.input_grad)  // dX = dY W
         t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
+      const bool pointwise = conv && l.elements == l.m * l.k;  // 1 x 1, stride 1: a plain GEMM over NCHW
       t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
-                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow);
+                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
+                           conv && !pointwise && u == math_unit::tf32 ? 1.0 / tf32_wgrad_slowdown : 1.0);
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
       if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after cuDNN's kernel
-      if (conv && !l.channels_last && u != math_unit::fp32) {
+      if (conv && !l.channels_last && u != math_unit::fp32 && !pointwise) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
-        // in and out (forward: x, W, y; backward: dy, dx back, x again for wgrad, dW back)
+        // in and out (forward: x, W in, y back; backward: the wgrad's dy and x in, dW back, and
+        // the dgrad's dy and W in, dx back)
         t.forward += r.memory(2.0 * x * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * out * in);
         t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * x * in) + r.memory(2.0 * weights * in);
-        if (l.input_grad) t.backward += r.memory(2.0 * x * in);
+        if (l.input_grad) t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * x * in);
       }
       if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
         t.forward += r.memory(weights * 6.0);
@@ -353,6 +491,7 @@ struct layer_time {
       }
       break;
     case layer_kind::batch_norm:
+      if (l.m > 0 && l.n > 0 && !l.channels_last && d.multiprocessors > 0) return batch_norm_time(l, p, d);
       t.forward = r.memory(E * b) + r.memory(2.0 * E * b);
       t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
       break;

@@ -182,8 +182,12 @@ inline constexpr double hbm_memory_efficiency = 0.90;
 //   description) measures 0.24 ms of GPU time, 5.3 us a kernel.
 inline constexpr double cuda_kernel_floor = usec(4.0);
 
+// l2_bytes — the L2 cache, from the architecture whitepapers (as the CUDA runtime reports it,
+//   cudaDevAttrL2CacheSize: 50 MiB on the H100 SXM5, 60 MiB on the H200, read there by PyTorch).
+inline constexpr double mib = 1024.0 * 1024.0;
+
 [[nodiscard]] constexpr device_compute gpu(double fp32, double tf32, double bf16, double fp16, double matmul_eff,
-                                           double bandwidth, int sms) noexcept {
+                                           double bandwidth, int sms, double l2) noexcept {
   device_compute d;
   d.fp32 = fp32;
   d.tf32 = tf32;
@@ -194,39 +198,40 @@ inline constexpr double cuda_kernel_floor = usec(4.0);
   d.memory_efficiency = hbm_memory_efficiency;
   d.multiprocessors = sms;
   d.kernel_floor = cuda_kernel_floor;
+  d.l2_bytes = l2;
   return d;
 }
 
 // H100 SXM5 80GB (H100 datasheet): FP32 67, TF32 989 sparse = 494.5 dense, BF16/FP16 1979 sparse =
 // 989.5 dense TFLOP/s; HBM3 3.35 TB/s; 132 SMs (Hopper whitepaper, H100 SXM5).
 inline constexpr device_compute h100_sxm =
-    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(3350), 132);
+    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(3350), 132, 50 * mib);
 // H200 SXM 141GB (H200 datasheet): the H100's GH100 die and peaks (FP32 67, TF32 494.5, BF16/FP16
 // 989.5 dense TFLOP/s; 132 SMs) with HBM3e at 4.8 TB/s. Matmul efficiency: the H100's (same die
 // and clocks).
 inline constexpr device_compute h200_sxm =
-    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(4800), 132);
+    gpu(tflops(67), tflops(494.5), tflops(989.5), tflops(989.5), h100_matmul_efficiency, gbyte_per_s(4800), 132, 60 * mib);
 // A100 SXM4 40GB (A100 datasheet): FP32 19.5, TF32 156, BF16/FP16 312 TFLOP/s; HBM2 1555 GB/s;
 // 108 SMs (Ampere whitepaper). The 80GB part has 2039 GB/s (same compute).
 inline constexpr device_compute a100_sxm_40gb =
-    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(1555), 108);
+    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(1555), 108, 40 * mib);
 inline constexpr device_compute a100_sxm_80gb =
-    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(2039), 108);
+    gpu(tflops(19.5), tflops(156), tflops(312), tflops(312), a100_matmul_efficiency, gbyte_per_s(2039), 108, 40 * mib);
 // V100 SXM2 (V100 datasheet): FP32 15.7, FP16 tensor 125 TFLOP/s, no TF32 or BF16 units; HBM2
 // 900 GB/s; 80 SMs (Volta whitepaper).
 inline constexpr device_compute v100_sxm2 =
-    gpu(tflops(15.7), 0.0, 0.0, tflops(125), unlisted_matmul_efficiency, gbyte_per_s(900), 80);
+    gpu(tflops(15.7), 0.0, 0.0, tflops(125), unlisted_matmul_efficiency, gbyte_per_s(900), 80, 6 * mib);
 // T4 (T4 datasheet): FP32 8.1, FP16 tensor 65 TFLOP/s; GDDR6 320 GB/s; 40 SMs (Turing whitepaper).
 // Its 70 W cap may hold the clock below the peaks' boost clock.
-inline constexpr device_compute t4 = gpu(tflops(8.1), 0.0, 0.0, tflops(65), unlisted_matmul_efficiency, gbyte_per_s(320), 40);
+inline constexpr device_compute t4 = gpu(tflops(8.1), 0.0, 0.0, tflops(65), unlisted_matmul_efficiency, gbyte_per_s(320), 40, 4 * mib);
 // GeForce RTX 3090 (GA102 whitepaper, appendix table): FP32 35.6, TF32 tensor 35.6, BF16 and FP16
 // tensor with FP32 accumulate 71 TFLOP/s (dense); GDDR6X 936 GB/s; 82 SMs.
 inline constexpr device_compute rtx3090 =
-    gpu(tflops(35.6), tflops(35.6), tflops(71), tflops(71), unlisted_matmul_efficiency, gbyte_per_s(936), 82);
+    gpu(tflops(35.6), tflops(35.6), tflops(71), tflops(71), unlisted_matmul_efficiency, gbyte_per_s(936), 82, 6 * mib);
 // TITAN X (Pascal, GP102; NVIDIA spec): FP32 10.97 TFLOP/s, no tensor cores (its FP16 rate is
 // 1/64: autocast runs at the FP32 rate); GDDR5X 480 GB/s; 28 SMs.
 inline constexpr device_compute titan_x_pascal =
-    gpu(tflops(10.97), 0.0, 0.0, 0.0, unlisted_matmul_efficiency, gbyte_per_s(480), 28);
+    gpu(tflops(10.97), 0.0, 0.0, 0.0, unlisted_matmul_efficiency, gbyte_per_s(480), 28, 3 * mib);
 // The `local-<N>` CPU ranks are not described: their (simulated) compute stays FLOPs at
 // cpu_core_flops, as the testbed's trial records were measured with it.
 

@@ -9,7 +9,8 @@
 //                 "nics": 1, "server_only": false, "device_flops": 1.2e14, "reduce_bandwidth": 4e11,
 //                 "compute": {"fp32": 6.7e13, "tf32": 4.945e14, "bf16": 9.895e14, "fp16": 9.895e14,
 //                             "matmul_efficiency": 0.8, "memory_bandwidth": "3350GB/s",
-//                             "memory_efficiency": 0.9, "multiprocessors": 132, "kernel_floor": "4us"}}]}
+//                             "memory_efficiency": 0.9, "multiprocessors": 132, "kernel_floor": "4us",
+//                             "l2_bytes": 52428800}}]}
 //              "compute": the device's roofline (cluster.hpp device_compute, cost/compute.hpp);
 //              omitted: the cost model uses device_flops for FLOPs alone.
 //              "count": N replicates the entry N times, names suffixed -0 .. -(N-1).
@@ -64,11 +65,11 @@ inline constexpr std::int64_t max_nodes = 65536;
 [[nodiscard]] inline device_compute read_device_compute(const json& j, const std::string& f) {
   expect_object(j, f, "a device compute description");
   check_keys(j, f, {"fp32", "tf32", "bf16", "fp16", "matmul_efficiency", "memory_bandwidth", "memory_efficiency",
-                    "multiprocessors", "kernel_floor"});
+                    "multiprocessors", "kernel_floor", "l2_bytes"});
   device_compute d;
   for (auto [key, dst] : {std::pair<const char*, double*>{"fp32", &d.fp32}, {"tf32", &d.tf32}, {"bf16", &d.bf16},
                           {"fp16", &d.fp16}, {"matmul_efficiency", &d.matmul_efficiency},
-                          {"memory_efficiency", &d.memory_efficiency}})
+                          {"memory_efficiency", &d.memory_efficiency}, {"l2_bytes", &d.l2_bytes}})
     if (const json* v = find(j, key)) *dst = read_double(*v, member(f, key));
   if (const json* v = find(j, "memory_bandwidth"))
     d.memory_bandwidth = read_quantity(*v, member(f, "memory_bandwidth"), quantity::bandwidth);
@@ -204,6 +205,7 @@ inline constexpr std::int64_t max_nodes = 65536;
                       {"matmul_efficiency", d.matmul_efficiency}, {"memory_bandwidth", d.memory_bandwidth},
                       {"memory_efficiency", d.memory_efficiency}, {"multiprocessors", d.multiprocessors},
                       {"kernel_floor", d.kernel_floor}};
+      if (d.l2_bytes > 0.0) o["compute"]["l2_bytes"] = d.l2_bytes;
     }
     ns.push_back(std::move(o));
     i += run;

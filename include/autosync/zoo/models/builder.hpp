@@ -70,11 +70,16 @@ class builder {
   }
 
   // BatchNorm2d (`batch`) / LayerNorm with `width` features over `elements` activation elements.
+  // A batch norm states its launch shape: m = the batch, n = the channels (model.hpp).
   void norm(std::string_view prefix, std::int64_t width, std::int64_t elements, bool batch) {
     add(prefix, ".weight", {width}, 9.0 * double(elements));
     add(prefix, ".bias", {width}, double(elements));
     forward_ += 5.0 * double(elements);
     op(batch ? layer_kind::batch_norm : layer_kind::layer_norm, prefix, elements);
+    if (batch) {
+      m_.layers.back().m = m_.batch_per_device;
+      m_.layers.back().n = width;
+    }
   }
 
   // torch.nn.Embedding (rows, width) read `lookups` times per step.
