@@ -9,6 +9,9 @@
 // one_node(): one worker(2) node.
 // node(...) and replicated(...): the multi-node clusters of the collective and learning tests.
 // index_of(names, name): a feature's column in a feature-name table.
+// round_device(): the compute tests' device: 100 TFLOP/s fp32, 200 tf32, 400 bf16, no fp16 unit;
+// half of it reached by a GEMM; 10 SMs (5 TFLOP/s each at that efficiency); 1 TB/s fully reached;
+// 1 us per kernel; no L2 figure.
 #pragma once
 
 #include <autosync/cluster.hpp>
@@ -24,6 +27,20 @@
 #include <vector>
 
 namespace autosync::testing {
+
+inline device_compute round_device() {
+  device_compute d;
+  d.fp32 = 100e12;
+  d.tf32 = 200e12;
+  d.bf16 = 400e12;
+  d.fp16 = 0.0;
+  d.matmul_efficiency = 0.5;
+  d.memory_bandwidth = 1e12;
+  d.memory_efficiency = 1.0;
+  d.multiprocessors = 10;
+  d.kernel_floor = 1e-6;
+  return d;
+}
 
 inline model_spec tiny_model(const std::vector<std::int64_t>& elements = {1000, 1000, 1000, 1000}) {
   model_spec m;

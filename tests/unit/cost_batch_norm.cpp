@@ -2,6 +2,8 @@
 // hand on a round device, the fallbacks to bytes, the layer's validation, and the model against
 // the measured kernels (tests/data/compute: the H200 sweep of 259 shapes per precision, and the
 // batch norms inside ResNet-50 on the H200 at batch 16, 32, 64 and 128 and on an H100 at batch 32).
+#include "../common/tiny_specs.hpp"
+
 #include <autosync/cost/compute.hpp>
 #include <autosync/error.hpp>
 #include <autosync/zoo/clusters.hpp>
@@ -15,8 +17,8 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace autosync;
@@ -25,18 +27,7 @@ namespace {
 
 const std::string data_dir = std::string(AUTOSYNC_SOURCE_DIR) + "/tests/data/compute/";
 
-// 10 SMs, 1 TB/s at full efficiency, a 1 us kernel floor, no L2 figure
-device_compute round_device() {
-  device_compute d;
-  d.fp32 = 100e12;
-  d.bf16 = 400e12;
-  d.matmul_efficiency = 0.5;
-  d.memory_bandwidth = 1e12;
-  d.memory_efficiency = 1.0;
-  d.multiprocessors = 10;
-  d.kernel_floor = 1e-6;
-  return d;
-}
+using testing::round_device;  // 10 SMs, 1 TB/s fully reached, 1 us per kernel, no L2 figure
 
 layer bn(std::int64_t n, std::int64_t c, std::int64_t hw) {
   layer l;

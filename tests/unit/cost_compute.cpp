@@ -1,5 +1,7 @@
 // The compute model (cost/compute.hpp) against hand-computed rooflines, and the zoo's layers
 // (zoo/models/*.hpp) against the zoo's tensors and FLOPs.
+#include "../common/tiny_specs.hpp"
+
 #include <autosync/cost/compute.hpp>
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
@@ -17,21 +19,7 @@ namespace {
 using namespace autosync;
 using cost::math_unit;
 
-// A round device: 100 TFLOP/s fp32, 200 tf32, 400 bf16, no fp16 unit; half of it reached by a
-// GEMM; 10 SMs (5 TFLOP/s each at that efficiency); 1 TB/s fully reached; 1 us per kernel.
-device_compute round_device() {
-  device_compute d;
-  d.fp32 = 100e12;
-  d.tf32 = 200e12;
-  d.bf16 = 400e12;
-  d.fp16 = 0.0;
-  d.matmul_efficiency = 0.5;
-  d.memory_bandwidth = 1e12;
-  d.memory_efficiency = 1.0;
-  d.multiprocessors = 10;
-  d.kernel_floor = 1e-6;
-  return d;
-}
+using testing::round_device;
 
 layer op(layer_kind k, std::int64_t elements, std::int64_t count = 1) {
   layer l;
