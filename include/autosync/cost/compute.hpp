@@ -298,10 +298,13 @@ struct layer_time {
 //               and dy (the reduction) and then writing dx; its L2 test counts both inputs.
 // fp32, TF32 and fp16: cuDNN's bn_fw_tr_1C11 / bn_bw_1C11 kernels (and num_batches_tracked += 1,
 // a floor, in forward). A channel whose bytes fit one block (forward 98 KiB = 25,088 fp32 values,
-// backward 49 KiB) is read once ("singleread"); a larger one is walked by one block per SM. A
-// wave takes `block` + the channel's size x its per-element (large) or per-byte (singleread)
-// time, and the kernel at least its bytes at `memory_share` of the memory rate (forward: x, y;
-// large x twice; backward: x, dy, dx; large x and dy twice).
+// backward 49 KiB) is read once ("singleread"): a wave of `singleread_per_sm` blocks an SM takes
+// `singleread_block` + the channel's bytes x `singleread_byte`. A larger channel is walked by a
+// block of its own, `large_per_sm` of them an SM: a wave takes `large_block` + the channel's
+// values x (their latency, `large_cached` to `large_memory` by the L2 test on the kernel's
+// inputs as above, + `large_per_resident` for each other block on the SM). Each kernel moves at
+// least its bytes at its share of the memory rate (forward: x, y, and x again when large;
+// backward: x, dy, dx, and x and dy again when large).
 //
 // The figures are the H200's and are taken for every device with SMs; a device's SM count sets
 // the waves and its L2 size the latency (the H100, 50 MiB, is the check); their clocks and load
@@ -322,12 +325,20 @@ struct cudnn_kernel {
   double singleread_bytes;  // a channel of at most this many bytes is read once
   int singleread_per_sm;    // singleread blocks an SM holds
   double singleread_block, singleread_byte;  // seconds per wave, per byte of a channel
-  double large_block, large_element;         // seconds per wave, per element of a channel
-  double singleread_passes, large_passes;    // tensors' bytes moved (see above)
+  double singleread_passes, singleread_share;  // tensors' bytes moved, at this share of the memory rate
+  int large_per_sm;                            // blocks of larger channels an SM holds
+  double large_block, large_cached, large_memory, large_per_resident;  // seconds per wave, per value
+  double large_passes, large_share, cached_share;  // cached_share: the inputs the L2 test counts
 };
-inline constexpr cudnn_kernel cudnn_forward{100352.0, 2, 2e-6, 0.075e-9, 0.0, 0.5e-9, 2.0, 3.0};
-inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 5e-6, 0.8e-9, 3.0, 5.0};
-inline constexpr double memory_share = 0.6;
+inline constexpr cudnn_kernel cudnn_forward{100352.0, 2, 2e-6, 0.075e-9, 2.0, 0.6, 1, 0.0, 0.5e-9, 0.5e-9, 0.0, 3.0, 0.6, 1.0};
+inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.6, 4, 2e-6, 0.6e-9, 1.5e-9, 0.25e-9, 5.0, 0.8, 2.0};
+
+// The share of a kernel's `bytes` of input taken to be in L2 (see above): 1 up to l2_cached of the
+// cache, 0 from l2_missed on, linear between; 0 without an L2 figure.
+[[nodiscard]] constexpr double cached(double bytes, double l2_bytes) noexcept {
+  if (l2_bytes <= 0.0) return 0.0;
+  return std::clamp((l2_missed * l2_bytes - bytes) / ((l2_missed - l2_cached) * l2_bytes), 0.0, 1.0);
+}
 
 // The threads PyTorch gives one dimension of a reduction (Normalization.cuh getNumThreads).
 [[nodiscard]] constexpr std::int64_t threads_for(std::int64_t elements) noexcept {
@@ -351,10 +362,7 @@ inline constexpr double memory_share = 0.6;
     const double k = static_cast<double>(std::min<std::int64_t>(4, roofline::ceil_div(C, d.multiprocessors)));
     const double waves = static_cast<double>(roofline::ceil_div(C, 4 * std::int64_t{d.multiprocessors}));
     auto blocks = [&](const bn::pytorch_kernel& q) {
-      const double bytes = E * 2.0 * q.cached_share;  // the 16-bit input (backward: and dy)
-      double cached = 0.0;
-      if (d.l2_bytes > 0.0)
-        cached = std::clamp((bn::l2_missed * d.l2_bytes - bytes) / ((bn::l2_missed - bn::l2_cached) * d.l2_bytes), 0.0, 1.0);
+      const double cached = bn::cached(E * 2.0 * q.cached_share, d.l2_bytes);  // the 16-bit input (backward: and dy)
       const double latency = cached * q.step_cached + (1.0 - cached) * q.step_memory;
       return floor + waves * (q.block + k * q.block_per_resident + steps * std::max(latency, k * q.step_issue));
     };
@@ -371,11 +379,16 @@ inline constexpr double memory_share = 0.6;
   const double R = static_cast<double>(N * HW);
   auto cudnn = [&](const bn::cudnn_kernel& q) {
     const bool single = R * b <= q.singleread_bytes;
-    const std::int64_t per_sm = single ? q.singleread_per_sm : 1;
+    const std::int64_t per_sm = single ? q.singleread_per_sm : q.large_per_sm;
     const double waves = static_cast<double>(roofline::ceil_div(C, per_sm * std::int64_t{d.multiprocessors}));
-    const double wave = single ? q.singleread_block + R * b * q.singleread_byte : q.large_block + R * q.large_element;
+    double wave = q.singleread_block + R * b * q.singleread_byte;
+    if (!single) {
+      const double k = static_cast<double>(std::min<std::int64_t>(per_sm, roofline::ceil_div(C, d.multiprocessors)));
+      const double cached = bn::cached(E * b * q.cached_share, d.l2_bytes);
+      wave = q.large_block + R * (cached * q.large_cached + (1.0 - cached) * q.large_memory + (k - 1.0) * q.large_per_resident);
+    }
     const double bytes = (single ? q.singleread_passes : q.large_passes) * E * b;
-    return floor + std::max(waves * wave, bytes / (r.memory_rate() * bn::memory_share));
+    return floor + std::max(waves * wave, bytes / (r.memory_rate() * (single ? q.singleread_share : q.large_share)));
   };
   t.forward = cudnn(bn::cudnn_forward) + floor;
   t.backward = cudnn(bn::cudnn_backward);
