@@ -19,6 +19,8 @@
 // zoo has one (a Bottleneck's backward sums the gradients meeting at the fork there, which the
 // zoo charges to the residual add); other remainders, and modules with no zoo layer, are listed
 // as unmapped, zoo layers with no module as not measured.
+#include "../common/compute_measurements.hpp"
+
 #include <autosync/cost/compute.hpp>
 #include <autosync/error.hpp>
 #include <autosync/zoo/clusters.hpp>
@@ -258,17 +260,6 @@ void report(const model_spec& m, const device_compute& d, const char* device_nam
   std::printf("\n");
 }
 
-// The zoo's model at the measured batch (the CNNs' builders take one; 0: the zoo's default).
-model_spec model_at(const std::string& name, std::int64_t batch) {
-  model_spec m = zoo::make_model(name);
-  if (batch <= 0 || batch == m.batch_per_device) return m;
-  if (name == "resnet50") return zoo::resnet50(batch);
-  if (name == "resnet101") return zoo::resnet101(batch);
-  if (name == "resnet152") return zoo::resnet152(batch);
-  if (name == "vgg16") return zoo::vgg16(batch);
-  throw error("batch", "no zoo builder for " + name + " at batch " + std::to_string(batch));
-}
-
 int run(int argc, char** argv) {
   const options o = parse(argc, argv);
   if (o.file.empty()) {
@@ -291,7 +282,9 @@ int run(int argc, char** argv) {
     const std::string dev = o.device.empty() ? r.device : o.device;
     const auto d = device_of(dev);
     if (!d) throw error("--device", "no compute description for device '" + dev + "' (h200, h100)");
-    model_spec m = model_at(r.model, r.batch);
+    model_spec m = test::cnn_at(r.model, r.batch);
+    if (r.batch > 0 && m.batch_per_device != r.batch)
+      throw error(o.file, "no zoo builder for " + r.model + " at batch " + std::to_string(r.batch));
     m.training_precision = *p;
     report(m, *d, dev.c_str(), &r, o);
     ++shown;

@@ -8,7 +8,7 @@ One torch.nn.BatchNorm2d in training mode, NCHW, as a CNN runs it: under `bf16` 
 is 16-bit (a convolution's output under torch.autocast) and the module's weights and statistics
 stay fp32 (autocast leaves batch norm alone). PyTorch then runs its own kernels for bf16
 (aten/src/ATen/native/cuda/Normalization.cuh) and cuDNN's for fp16; under `pytorch-fp32` / `fp32`
-everything is fp32, on cuDNN's kernels. For every shape (N, C, H = W) of the grid, after two
+everything is fp32, on cuDNN's kernels (the two names run the same kernels: batch norm has no TF32). For every shape (N, C, H = W) of the grid, after two
 untimed steps, `--reps` steps each run the forward and then the backward inside a
 torch.profiler.record_function range closed by a device synchronize; the device operations whose
 start lies inside a range are that range's (the synchronize keeps the passes apart on the device).
@@ -16,12 +16,13 @@ One JSON object per shape and precision, medians over the steps, in microseconds
 
     {"precision":"bf16","n":32,"c":64,"h":56,"w":56,"elements":6422528,"fwd_us":65.95,
      "fwd_kernels":[["<name>",us],...],"bwd_us":140.38,"bwd_kernels":[...],
-     "device":"NVIDIA H200","sms":132,"torch":"2.11.0","cudnn":<version>}
+     "device":"NVIDIA H200","sms":132,"l2_bytes":<bytes>,"torch":"2.11.0","cudnn":<version>}
 
 A kernel's us is its median over the steps (its name without "void", namespaces and arguments,
 cut to 60 characters; kernels of one name summed); fwd_us / bwd_us are the medians of each step's
-summed device time. Shapes over --max-elements are skipped. "cudnn" is torch.backends.cudnn's
-version (tests/data/compute/h200-batchnorm.jsonl was measured before the script wrote it).
+summed device time. Shapes over --max-elements are skipped. "l2_bytes" is the device's L2 cache
+and "cudnn" torch.backends.cudnn's version (tests/data/compute/h200-batchnorm.jsonl was measured
+before the script wrote them).
 """
 
 import argparse
@@ -75,11 +76,11 @@ def main():
 
     props = torch.cuda.get_device_properties(0)
     common = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count,
-              "torch": torch.__version__.split("+")[0], "cudnn": torch.backends.cudnn.version()}
+              "l2_bytes": props.L2_cache_size, "torch": torch.__version__.split("+")[0],
+              "cudnn": torch.backends.cudnn.version()}
     out = open(a.out, "a") if a.out else None
     for p in precisions:
         dtype = dtypes[p]
-        torch.backends.cudnn.allow_tf32 = p == "pytorch-fp32"
         keys = []
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for i, (n, c, h) in enumerate(shapes):

@@ -243,6 +243,24 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
     CHECK(cost::time_of(c, precision::pytorch_fp32, d).forward > nchw.forward + 3 * K_);
     c.elements = 1280 * 1280;
   }
+  {  // cuDNN's TF32 implicit-GEMM wgrad at 1 / tf32_wgrad_slowdown of the unit's rate: a 3 x 3
+     // convolution, channels_last (no transposes) and no dgrad, so its backward is the wgrad:
+     // dW is 1280 x 1152 (10 x 9 tiles of 128: 9 waves on 10 SMs), k = 1280
+    layer w = c;
+    w.k = 1152;
+    w.elements = 1280 * 128;
+    w.channels_last = true;
+    w.input_grad = false;
+    const double tile = 2.0 * 128 * 128 * 1280;
+    CHECK(cost::time_of(w, precision::tf32, d).backward ==
+          doctest::Approx(K_ + 9 * tile * cost::tf32_wgrad_slowdown / (200e12 * 0.5 / 10)).epsilon(1e-12));
+    auto no_tf32 = d;  // a device without a TF32 unit runs fp32's SIMT kernels at their rate
+    no_tf32.tf32 = 0.0;
+    CHECK(cost::time_of(w, precision::tf32, no_tf32).backward == doctest::Approx(K_ + 9 * tile / (100e12 * 0.5 / 10)).epsilon(1e-12));
+    w.k = 1280;  // a 1 x 1 stride-1 convolution, a plain GEMM: 10 x 10 tiles, 10 waves, the unit's rate
+    w.elements = 1280 * 1280;
+    CHECK(cost::time_of(w, precision::tf32, d).backward == doctest::Approx(K_ + 10 * tile / (200e12 * 0.5 / 10)).epsilon(1e-12));
+  }
   const auto simt = cost::time_of(c, precision::fp32, d);  // fp32 units: no transposes
   CHECK(simt.forward == doctest::Approx(K_ + 2.0 * 1280.0 * 1280 * 1280 / 50e12).epsilon(1e-12));
   // a convolution's bias is a kernel of its own in forward (r y w y), unlike a linear layer's

@@ -83,14 +83,15 @@
 //   conv         1 implicit GEMM; bias: a kernel     dgrad (input_grad) + wgrad, bias: r M x Cout
 //                of its own, r M x Cout w M x Cout (PyTorch adds a convolution's bias after cuDNN's
 //                kernel, not in its epilogue, as VGG16's per-layer kernels show: tests/data/compute)
-//                NCHW on tensor cores (not channels_last, unit tf32/bf16/fp16): cuDNN's tensor-core
-//                kernels are NHWC, so x, W and y are transposed in (forward: x, W in, y back;
+//                NCHW on tensor cores (not channels_last, a tf32/bf16/fp16 unit the device has):
+//                cuDNN's tensor-core kernels are NHWC, so x, W and y are transposed (forward: x, W in, y back;
 //                backward: dy for the wgrad and again for the dgrad, x, W in; dW, dx back), each
 //                r E w E (NVIDIA, "Convolutional Layers User's Guide", Tensor Layouts In Memory:
 //                NCHW vs NHWC; the kernels per layer: tests/data/compute/h200-resnet50-kernels.jsonl).
-//                A 1 x 1 convolution of stride 1 (input elements = m x k) is a plain GEMM over
-//                the NCHW tensors, which cuDNN runs on GEMM kernels: no transposes. Any other
-//                convolution's wgrad on the TF32 unit runs at 1 / tf32_wgrad_slowdown of its rate
+//                A 1 x 1 convolution of stride 1 (input elements = m x k; a kernel equal to its
+//                stride reads alike) is a plain GEMM over the NCHW tensors, which cuDNN runs on GEMM
+//                kernels: no transposes. Any other convolution's wgrad on a TF32 unit runs at
+//                1 / tf32_wgrad_slowdown of its rate
 //   matmul       1 batched GEMM                      2 batched GEMMs (dA, dB)
 //   attention    fused (SDPA): 2 products per 128-query block, the keys streamed; backward 5
 //                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
@@ -177,6 +178,18 @@ inline constexpr double misaligned_gemm_efficiency = 0.155;
   return n % align != 0 || k % align != 0;
 }
 
+// cuDNN's implicit-GEMM weight gradient (the `wgrad` kernels of a convolution that is not a plain
+// GEMM) runs slower in TF32 than the unit's rate against bf16 says. Measured by compute_measure.py
+// --per-layer --kernels on one H200 (tests/data/compute/h200-resnet50-kernels.jsonl), ResNet-50's
+// sixteen 3 x 3 convolutions at batch 32: their TF32 wgrad kernels took 2.39-3.21x their bf16
+// ones, where the datasheet's rates (494.5 against 989.5 TFLOP/s) give 2; the geometric mean over
+// the 16 of (TF32 time / bf16 time) / 2 is 1.397 (each layer 1.19-1.61). Their dgrad keeps the
+// datasheet's ratio (0.86-1.15), their forward mostly (0.79-1.05; 1.36-1.39 at 56 x 56). The
+// other convolutions that are not plain GEMMs differ (the 7 x 7 stem 0.53, the stride-2 1 x 1
+// downsamples 0.89-1.35) and are charged the same. Taken for every device with a TF32 unit; the
+// H100 rows are its check.
+inline constexpr double tf32_wgrad_slowdown = 1.40;
+
 // NCHW max pooling is bound by the SMs, not by device memory. PyTorch's NCHW kernels
 // (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu) run one thread per output element over its
 // window in forward; in backward, after zeroing the input gradient, one thread per input element
@@ -192,16 +205,6 @@ inline constexpr double misaligned_gemm_efficiency = 0.155;
 // for every device with SMs (their number scales it; their clock and latency do not enter, an
 // assumption beyond the one SM generation measured). channels_last runs other kernels
 // (max_pool_*_nhwc, shared-memory tiles over channels), not measured: bandwidth only.
-// cuDNN's implicit-GEMM weight gradient (the `wgrad` kernels of a convolution that is not a plain
-// GEMM: 3 x 3, 7 x 7, strided) runs slower in TF32 than the unit's rate against bf16 says. Measured
-// by compute_measure.py --per-layer --kernels on one H200 (tests/data/compute/
-// h200-resnet50-kernels.jsonl), ResNet-50's sixteen 3 x 3 convolutions at batch 32: their TF32
-// wgrad kernels took 2.38-3.22x their bf16 ones, where the datasheet's rates (494.5 against 989.5
-// TFLOP/s) give 2; the geometric mean over the 16 of (TF32 time / bf16 time) / 2 is 1.397 (each
-// layer 1.19-1.61). Their dgrad (0.86-1.15) and forward kernels keep the datasheet's ratio. The
-// figure is taken for every device's TF32 unit; the H100 rows are its check.
-inline constexpr double tf32_wgrad_slowdown = 1.40;
-
 inline constexpr double max_pool_forward_sm_seconds = 0.39e-9;
 inline constexpr double max_pool_backward_sm_seconds = 1.29e-9;
 
@@ -292,7 +295,9 @@ struct layer_time {
 //   transform   batch_norm_transform_input_kernel: a block per channel and batch row (tx = the
 //               larger of the least covering H x W / 4 and min(that covering H x W, 64), ty =
 //               64 / tx, C x min(262,144 / C, ceil(N / ty)) blocks); SM-bound: `transform_block` +
-//               the elements x `transform_element`, SM-seconds.
+//               the elements x `transform_element`, SM-seconds. Each kernel takes at least its
+//               bytes at the memory rate (statistics x; transform x, y; backward x, dy, dx), which
+//               binds on none of the H200's shapes but may on a device of slower memory.
 //   two floors  the running statistics' update and num_batches_tracked += 1.
 //   backward    batch_norm_backward_kernel: the statistics' blocks and steps, each step loading x
 //               and dy (the reduction) and then writing dx; its L2 test counts both inputs.
@@ -308,15 +313,19 @@ struct layer_time {
 //
 // The figures are the H200's and are taken for every device with SMs; a device's SM count sets
 // the waves and its L2 size the latency (the H100, 50 MiB, is the check); their clocks and load
-// latencies do not enter, an assumption beyond the one generation measured. channels_last and
+// latencies do not enter, nor a device's threads per SM (2,048 from Volta to Hopper; Turing's
+// 1,024 would hold two of PyTorch's blocks, not four), assumptions beyond the one generation
+// measured. channels_last and
 // layers without their batch and channels: bytes only, as before (two kernels each way).
 namespace bn {
 
 struct pytorch_kernel {  // statistics or backward
-  double block, block_per_resident, step_cached, step_memory, step_issue, cached_share;
+  double block, block_per_resident, step_cached, step_memory, step_issue;
+  double cached_share;  // the 16-bit tensors the L2 test counts
+  double bytes;         // bytes per element it moves at least (x; backward: x, dy, dx)
 };
-inline constexpr pytorch_kernel statistics{0.5e-6, 0.6e-6, 0.23e-6, 0.44e-6, 0.12e-6, 1.0};
-inline constexpr pytorch_kernel backward{0.5e-6, 0.6e-6, 0.40e-6, 1.00e-6, 0.24e-6, 2.0};
+inline constexpr pytorch_kernel statistics{0.5e-6, 0.6e-6, 0.23e-6, 0.44e-6, 0.12e-6, 1.0, 2.0};
+inline constexpr pytorch_kernel backward{0.5e-6, 0.6e-6, 0.40e-6, 1.00e-6, 0.24e-6, 2.0, 6.0};
 inline constexpr double l2_cached = 0.23, l2_missed = 0.67;  // of l2_bytes: the input's bytes
 inline constexpr double transform_block = 0.06e-6;         // SM-seconds per block
 inline constexpr double transform_element = 0.24e-9;       // SM-seconds per element
@@ -336,7 +345,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
 // The share of a kernel's `bytes` of input taken to be in L2 (see above): 1 up to l2_cached of the
 // cache, 0 from l2_missed on, linear between; 0 without an L2 figure.
 [[nodiscard]] constexpr double cached(double bytes, double l2_bytes) noexcept {
-  if (l2_bytes <= 0.0) return 0.0;
+  if (!(l2_bytes > 0.0)) return 0.0;
   return std::clamp((l2_missed * l2_bytes - bytes) / ((l2_missed - l2_cached) * l2_bytes), 0.0, 1.0);
 }
 
@@ -354,7 +363,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   const roofline r{&d};
   const double floor = d.kernel_floor;
   const std::int64_t N = l.m, C = l.n, HW = l.elements / l.m / l.n;  // (model_spec::validate: exact)
-  const double E = static_cast<double>(l.elements), sms = static_cast<double>(d.multiprocessors);
+  const double E = static_cast<double>(l.elements);
   layer_time t;
   if (p == precision::bf16) {
     const std::int64_t tx = bn::threads_for(HW), ty = std::max<std::int64_t>(1, 512 / tx);
@@ -364,14 +373,15 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
     auto blocks = [&](const bn::pytorch_kernel& q) {
       const double cached = bn::cached(E * 2.0 * q.cached_share, d.l2_bytes);  // the 16-bit input (backward: and dy)
       const double latency = cached * q.step_cached + (1.0 - cached) * q.step_memory;
-      return floor + waves * (q.block + k * q.block_per_resident + steps * std::max(latency, k * q.step_issue));
+      const double wave = q.block + k * q.block_per_resident + steps * std::max(latency, k * q.step_issue);
+      return floor + std::max(waves * wave, E * q.bytes / r.memory_rate());
     };
     const std::int64_t fx = std::max(bn::threads_for(HW / 4), std::min<std::int64_t>(bn::threads_for(HW), 64));
     const std::int64_t fy = std::max<std::int64_t>(64 / fx, 1);
     const double transform_blocks =
         static_cast<double>(C * std::max<std::int64_t>(1, std::min(262144 / C, roofline::ceil_div(N, fy))));
-    t.forward = blocks(bn::statistics) + floor + (transform_blocks * bn::transform_block + E * bn::transform_element) / sms +
-                2.0 * floor;
+    t.forward = blocks(bn::statistics) +
+                r.memory_or_sms(4.0 * E, transform_blocks * bn::transform_block + E * bn::transform_element) + 2.0 * floor;
     t.backward = blocks(bn::backward);
     return t;
   }
@@ -417,13 +427,16 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
       if (l.input_grad)  // dX = dY W
         t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
-      const bool pointwise = conv && l.elements == l.m * l.k;  // 1 x 1, stride 1: a plain GEMM over NCHW
+      // 1 x 1, stride 1 (input elements = m x k): a plain GEMM over NCHW. A convolution whose
+      // kernel equals its stride (a patch embedding) has the same shape and reads as one too.
+      const bool pointwise = conv && l.k > 0 && l.elements % l.k == 0 && l.elements / l.k == l.m;
+      const bool tensor_cores = tensor_unit(d, u);  // else fp32's SIMT kernels: NCHW as it stands
       t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
                            conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
-                           conv && !pointwise && u == math_unit::tf32 ? 1.0 / tf32_wgrad_slowdown : 1.0);
+                           conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
       if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after cuDNN's kernel
-      if (conv && !l.channels_last && u != math_unit::fp32 && !pointwise) {
+      if (conv && !l.channels_last && tensor_cores && !pointwise) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
         // in and out (forward: x, W in, y back; backward: the wgrad's dy and x in, dW back, and
         // the dgrad's dy and W in, dx back)

@@ -158,7 +158,7 @@ inline constexpr double c5n_server_reduce = gbyte_per_s(100) / 3.0;
 
 // ---- device compute rooflines (cluster.hpp device_compute; cost/compute.hpp uses them) -------
 // Dense peaks per precision and memory bandwidth are the vendors' datasheet figures (sparsity
-// figures halved); SM counts from the architecture whitepapers. The other three constants:
+// figures halved); SM counts from the architecture whitepapers. The other four constants:
 //
 // matmul_efficiency — the fraction of the dense peak a large, well-shaped GEMM reaches, from the
 //   "Maximum Achievable Matmul FLOPS" table (S. Bekman, ml-engineering, compute/accelerator:
@@ -182,8 +182,9 @@ inline constexpr double hbm_memory_efficiency = 0.90;
 //   description) measures 0.24 ms of GPU time, 5.3 us a kernel.
 inline constexpr double cuda_kernel_floor = usec(4.0);
 
-// l2_bytes — the L2 cache, from the architecture whitepapers (as the CUDA runtime reports it,
-//   cudaDevAttrL2CacheSize: 50 MiB on the H100 SXM5, 60 MiB on the H200, read there by PyTorch).
+// l2_bytes — the L2 cache: the architecture whitepapers' figures (A100 40 MB, V100 6 MB, T4 4 MB,
+//   RTX 3090 6 MB, TITAN X 3 MB, H100 SXM5 50 MB), taken as MiB as the CUDA runtime reports them
+//   (cudaDevAttrL2CacheSize); the H200's 60 MiB as PyTorch read it on one.
 inline constexpr double mib = 1024.0 * 1024.0;
 
 [[nodiscard]] constexpr device_compute gpu(double fp32, double tf32, double bf16, double fp16, double matmul_eff,
