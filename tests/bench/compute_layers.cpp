@@ -8,10 +8,10 @@
 //   build/tests/bench/bench_compute_layers --model resnet50 --precision bf16 --device h200   # predicted
 //   build/tests/bench/bench_compute_layers tests/data/compute/h200-layers.jsonl            # vs measured
 //
-// Options: --model NAME and --precision P pick the rows of the file (default: every model, precision
-// and batch in it, each at the lines' "batch"; without a file vgg16, pytorch-fp32); --device h200|h100 (default: the file's
-// "device", else h200); --top N (the N layers of largest error, default 5); --totals (kinds and
-// largest errors only, no per-layer rows).
+// Options: --model NAME and --precision P pick the rows of the file (default: every model,
+// precision and batch in it, each at the lines' "batch"; without a file vgg16, pytorch-fp32);
+// --device h200|h100 (default: the "device" of the file's pass lines, else h200); --top N (the N
+// layers of largest error, default 5); --totals (kinds and largest errors only, no per-layer rows).
 //
 // The measured modules are the zoo's layers by name (compute_measure.py runs torchvision's
 // modules under the zoo's names: features.N, layerX.Y.convZ, relu1..3, residual, ...; the loss is
@@ -279,7 +279,8 @@ int run(int argc, char** argv) {
     if (!o.precision.empty() && r.precision != o.precision) continue;
     const auto p = parse_precision(r.precision);
     if (!p) throw error(o.file, "unknown precision '" + r.precision + "'");
-    const std::string dev = o.device.empty() ? r.device : o.device;
+    // --device, else the file's pass lines' "device", else the H200 (a file of module lines only)
+    const std::string dev = !o.device.empty() ? o.device : !r.device.empty() ? r.device : std::string("h200");
     const auto d = device_of(dev);
     if (!d) throw error("--device", "no compute description for device '" + dev + "' (h200, h100)");
     model_spec m = test::cnn_at(r.model, r.batch);
