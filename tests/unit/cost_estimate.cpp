@@ -1,7 +1,9 @@
 // The timeline of cost::estimate on tiny hand-made models and clusters, with exact times
 // (the standard tiny model and node: tests/common/tiny_specs.hpp).
 #include <autosync/cost/estimate.hpp>
+#include <autosync/search/sampler.hpp>
 #include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
 
 #include "../common/tiny_specs.hpp"
 
@@ -505,4 +507,47 @@ TEST_CASE("parameter server: dedicated CPU servers, as the executor runs them (a
   const auto q = run(m, b, s);
   CHECK(q.iteration == Approx(0.024 + 4 * 0.0048));
   CHECK(q.iteration >= cut);
+}
+
+TEST_CASE("one bucket per item: the unfused pass prices as the fusing pass, bit for bit") {
+  // Fusion cap 0 takes the timeline's unfused pass (cost/timeline_steps.hpp, fuse_unfused) when
+  // no tensor is split across groups; a cap of 1 byte takes the general pass with the same
+  // buckets (every item holds at least 2 bytes, over the cap). Sampled strategies of every
+  // architecture, on presets with and without servers and a cluster of 2 dedicated servers; one
+  // evaluator per pair, reused from strategy to strategy (its buffers keep earlier jobs).
+  std::vector<cluster_spec> clusters{zoo::make_cluster("autosync-b-ps"), zoo::make_cluster("p3.16xlarge-x4"),
+                                     zoo::make_cluster("dgx-h100-x2"), ps_cluster(3, 2, 2)};
+  int fast = 0, compared = 0;
+  for (const char* name : {"resnet50", "bert-base", "ncf"}) {
+    const auto m = zoo::make_model(name);
+    for (const auto& c : clusters) {
+      const search::space sp(m, c);
+      cost::evaluator ev(m, c);
+      for (const auto& s : search::sample(sp, 40, 11)) {
+        auto unfused = s, general = s;
+        for (auto& g : unfused.groups) g.fusion = fusion_value{0, 0};
+        for (auto& g : general.groups) g.fusion = fusion_value{1, 1};
+        fast += cost::detail::unfused(unfused) ? 1 : 0;
+        const auto a = ev(unfused, cost::options{true});
+        const auto b = ev(general, cost::options{true});
+        CAPTURE(name);
+        CAPTURE(c.name);
+        CHECK(a.iteration == b.iteration);
+        CHECK(a.communication == b.communication);
+        CHECK(a.compression == b.compression);
+        CHECK(a.lower_bound == b.lower_bound);
+        REQUIRE(a.events.size() == b.events.size());
+        bool same = true;
+        for (std::size_t k = 0; k < a.events.size(); ++k) {
+          const auto &x = a.events[k], &y = b.events[k];
+          same = same && x.lane == y.lane && x.group == y.group && x.bucket == y.bucket && x.start == y.start && x.end == y.end &&
+                 x.bytes == y.bytes && x.kind == y.kind;
+        }
+        CHECK(same);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared >= 400);
+  CHECK(fast >= compared / 2);  // most draws split no tensor
 }

@@ -139,6 +139,9 @@ struct workspace {
   std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
   std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
   std::vector<std::size_t> pending_at, pending_head;
+  std::vector<std::uint32_t> held;         // fuse_unfused, per group: the job whose sums wait for the group's next item
+  std::vector<double> held_lb;             // ... and a lane-0 job's bandwidth bound
+  std::vector<const std::uint32_t*> cursor;  // run_servers without priority: per server its next transfer, then (from S) its queue's end
   std::vector<double> queued_at;           // per server: its next start (run_servers)
   std::vector<std::uint64_t> next_key;     // per server: its next transfer's key
   std::vector<std::uint8_t> live;          // per server: transfers left
@@ -147,20 +150,25 @@ struct workspace {
   std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
+  // The memos' entries belong to the evaluation numbered `generation` (prepare counts them):
+  // an entry of an earlier one is a miss, so the memos are never cleared between evaluations.
+  std::uint32_t generation = 0;
   // per server, direct-mapped by bytes: detail::ps_transfer's result, reused by later transfers
-  // of the same bytes and replication (a pure function of them: the same bits); reset per evaluation
+  // of the same bytes and replication (a pure function of them: the same bits)
   struct ps_memo {
     std::int64_t bytes = -1;
+    std::uint32_t gen = 0;
     bool local = false;
     double t1 = 0.0, t2 = 0.0, t3 = 0.0, bw_part = 0.0;
   };
-  static constexpr std::size_t ps_memo_log2 = 4;  // 16 slots per server
+  static constexpr std::size_t ps_memo_log2 = 5;  // 32 slots per server (a model's shards repeat a few dozen sizes)
   std::vector<ps_memo> ps_last;
   // per group, direct-mapped by wire bytes: a lane-0 bucket's collective times, bandwidth bound
-  // and NIC occupancy (pure functions of the group's aspects and the bytes: the same bits);
-  // reset per evaluation. Per-tensor and equal-sized buckets repeat a few sizes.
+  // and NIC occupancy (pure functions of the group's aspects and the bytes: the same bits).
+  // Per-tensor and equal-sized buckets repeat a few sizes.
   struct collective_memo {
     std::int64_t wire = -1;
+    std::uint32_t gen = 0;
     double t1 = 0.0, t2 = 0.0, lb = 0.0, nic = 0.0;
   };
   static constexpr std::size_t collective_memo_log2 = 4;  // 16 slots per group

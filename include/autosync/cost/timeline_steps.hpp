@@ -4,7 +4,9 @@
 //   prepare            1  the groups' aspects, the items of each tensor
 //   fuse_items         3  items in ready order into buckets (the fusion rule); close_bucket
 //                        turns each into its jobs: fill_collective (lane 0) or
-//                        push_ps_transfers (one per server touched)            (step 4)
+//                        push_ps_transfers (one per server touched)            (step 4);
+//                        fuse_unfused when no group fuses and no tensor is split (one
+//                        job per item, priced and queued as it is written)
 //   order_jobs            jobs in ready order, buckets numbered in ready order
 //   run_lane0          5/6 the collective communicator
 //   run_servers        5/6 the parameter servers, through each worker node's NICs
@@ -43,6 +45,9 @@ struct tally {
   bool ps_priority = false;      // a PS transfer has a priority key
   bool in_order = true;          // the jobs were created in ready order
   std::uint32_t last_pos = 0;    // the ready position of the last bucket closed
+  bool priced = false;           // the PS transfers are priced (fuse_unfused)
+  bool queued = false;           // ... and queued on their servers (ws.pending), ps_jobs of them
+  std::uint32_t ps_jobs = 0;
 };
 
 // Step 1 (what run needs of the strategy and the items): each group's aspects in ws.groups,
@@ -73,12 +78,18 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
   }
   ws.next.resize(N);
   ws.open.assign(s.groups.size(), workspace::open_bucket{});
-  ws.jobs.clear();
   ws.server_bytes.assign(S, 0.0);
   ws.server_lb.assign(S, 0.0);
   ws.touched.clear();
-  ws.ps_last.assign(S << workspace::ps_memo_log2, workspace::ps_memo{});
-  ws.coll_memo.assign(s.groups.size() * workspace::collective_memo_slots, workspace::collective_memo{});
+  if (++ws.generation == 0) {  // after 2^32 evaluations: no entry may pass for this one's
+    ws.ps_last.clear();
+    ws.coll_memo.clear();
+    ws.generation = 1;
+  }
+  // grown, never cleared: new entries (generation 0) and earlier ones are misses
+  if (ws.ps_last.size() < (S << workspace::ps_memo_log2)) ws.ps_last.resize(S << workspace::ps_memo_log2);
+  if (ws.coll_memo.size() < s.groups.size() * workspace::collective_memo_slots)
+    ws.coll_memo.resize(s.groups.size() * workspace::collective_memo_slots);
 }
 
 // Transfer t (a job of ws.jobs) goes B bytes to server sv; price_ps_transfers prices it.
@@ -91,24 +102,25 @@ AUTOSYNC_ALWAYS_INLINE constexpr void fill_ps_transfer(workspace::job& t, std::s
 // parts, in creation order, through each server's memo (direct-mapped by bytes: the parts are a
 // pure function of server, bytes and replication). One pass after fusing, so that the memo's
 // loads overlap from one transfer to the next.
-constexpr void price_ps_transfers(const context& x, workspace& ws) {
-  for (auto& t : ws.jobs) {
-    if (t.lane == 0) continue;
-    const auto sv = static_cast<std::size_t>(t.lane - 1);
-    const bool local = ws.groups[t.group].local;
-    const auto slot = memo_slot(static_cast<std::uint64_t>(t.bytes), workspace::ps_memo_log2);
-    auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
-    if (memo.bytes != t.bytes || memo.local != local) {
-      double bw_part = 0.0;
-      ps_transfer(x.fab, sv, static_cast<double>(t.bytes), local, t, bw_part);
-      memo = workspace::ps_memo{t.bytes, local, t.t1, t.t2, t.t3, bw_part};
-    } else {
-      t.t1 = memo.t1;
-      t.t2 = memo.t2;
-      t.t3 = memo.t3;
-    }
-    ws.server_lb[sv] += memo.bw_part;
+AUTOSYNC_ALWAYS_INLINE constexpr void price_ps_transfer(const context& x, workspace& ws, workspace::job& t) {
+  const auto sv = static_cast<std::size_t>(t.lane - 1);
+  const bool local = ws.groups[t.group].local;
+  const auto slot = memo_slot(static_cast<std::uint64_t>(t.bytes), workspace::ps_memo_log2);
+  auto& memo = ws.ps_last[(sv << workspace::ps_memo_log2) + slot];
+  if (memo.gen != ws.generation || memo.bytes != t.bytes || memo.local != local) {
+    double bw_part = 0.0;
+    ps_transfer(x.fab, sv, static_cast<double>(t.bytes), local, t, bw_part);
+    memo = workspace::ps_memo{t.bytes, ws.generation, local, t.t1, t.t2, t.t3, bw_part};
+  } else {
+    t.t1 = memo.t1;
+    t.t2 = memo.t2;
+    t.t3 = memo.t3;
   }
+  ws.server_lb[sv] += memo.bw_part;
+}
+constexpr void price_ps_transfers(const context& x, workspace& ws) {
+  for (auto& t : ws.jobs)
+    if (t.lane != 0) price_ps_transfer(x, ws, t);
 }
 
 // Step 4 for a parameter-server bucket, whose job is ws.jobs.back() (filled but for its
@@ -148,12 +160,13 @@ AUTOSYNC_ALWAYS_INLINE constexpr void push_ps_transfers(workspace& ws) {
 // Step 4 for a lane-0 bucket of `wire` bytes, job j: its collective's time (t1, and t2 for
 // sharded), its NIC occupancy, and its bandwidth bound into the tally (through the group's memo).
 constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire, tally& tl,
-                               workspace::collective_memo& memo) {
+                               workspace::collective_memo& memo, std::uint32_t generation) {
   j.lane = 0;
   j.bytes = wire;
-  if (memo.wire != wire) {
+  if (memo.gen != generation || memo.wire != wire) {
     const double S_ = static_cast<double>(wire);
     memo.wire = wire;
+    memo.gen = generation;
     memo.t2 = 0.0;
     switch (g.arch) {
       case architecture_kind::sharded:
@@ -206,7 +219,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
     ++tl.lane0_jobs;
     tl.lane0_priority = tl.lane0_priority || g.priority;
     const auto slot = memo_slot(static_cast<std::uint64_t>(ob.wire), workspace::collective_memo_log2);
-    fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot]);
+    fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot], ws.generation);
   }
   ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
   ob.bytes = 0;
@@ -215,11 +228,110 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   ob.first = false;
 }
 
+// Whether every item of s is a bucket of its own and the buckets of one ready position keep
+// item order: no group fuses (cap 0: fusion_closes closes every open bucket) and no tensor is
+// split across groups (one group per ready position).
+[[nodiscard]] constexpr bool unfused(const strategy_desc& s) noexcept {
+  for (const auto& g : s.groups)
+    if (g.fusion.cap_bytes != 0) return false;
+  for (const auto& a : s.assignments)
+    if (a.split()) return false;
+  return true;
+}
+
+// Step 3 when unfused(s): one bucket per item, its job written in ready order. fuse_items'
+// general pass creates each bucket when its group's next item arrives (the last ones at the
+// end, in group order); with one group per ready position order_jobs gives both the same order,
+// numbers and keys, and every job the same fields. The sums that follow creation order (lane
+// 0's bounds, the servers' bandwidth parts: price_ps_transfer here) are added when the general
+// pass would create the bucket: the same prediction, bit for bit (tests/unit/cost_estimate.cpp).
+constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws, tally& tl) {
+  const auto T = static_cast<std::uint32_t>(m.tensors.size());
+  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  const auto* groups = ws.groups.data();
+  const sync_item* items = ws.items.data();
+  // one job per item, every field written: the buffer's earlier jobs are overwritten, not zeroed first
+  ws.jobs.resize(ws.items.size());
+  workspace::job* out = ws.jobs.data();
+  std::uint32_t n = 0;
+  // per group: its job whose sums wait for the group's next item (none: ~0), and lane 0's bound
+  constexpr std::uint32_t none = ~std::uint32_t{0};
+  const auto G = ws.groups.size();
+  // each server's transfers in ready order (their indices in ws.sorted: in order, jobs are not moved)
+  const auto S = x.fab.servers.size();
+  if (ws.pending.size() < S) ws.pending.resize(S);
+  for (std::size_t sv = 0; sv < S; ++sv) ws.pending[sv].clear();
+  ws.held.assign(G, none);
+  ws.held_lb.resize(G);
+  auto settle = [&](std::size_t gi) AUTOSYNC_ALWAYS_INLINE {
+    const auto k = ws.held[gi];
+    if (k == none) return;
+    auto& j = out[k];
+    if (j.lane == 0) {
+      tl.lane0_lb += ws.held_lb[gi];
+      tl.lane0_nic += j.nic;
+    } else {
+      price_ps_transfer(x, ws, j);
+    }
+  };
+  for (std::uint32_t pos = 0; pos < T; ++pos) {
+    const auto t = x.order[pos];
+    const std::uint32_t first = ws.first[t], end = first + ws.count[t];
+    const double ready = x.ready_at[pos];
+    for (std::uint32_t i = first; i < end; ++i) {
+      const auto& it = items[i];
+      const auto gi = it.group;
+      const auto& g = groups[gi];
+      double comp_flops = 0.0;  // as an open bucket sums its one item
+      if (g.comp_flops_per_element > 0.0) comp_flops += g.comp_flops_per_element * compressed_elements(m, it, g.comp_wire_per_element);
+      comp_flops += it.codec_flops;
+      settle(gi);
+      ws.held[gi] = n;
+      auto& j = out[n++];
+      j.t3 = 0.0;
+      j.nic = 0.0;
+      j.ready_pos = pos;
+      j.ready = ready;
+      j.bucket = tl.buckets++;
+      j.group = gi;
+      j.head = i;
+      j.count = 1;
+      j.key = g.priority ? (static_cast<std::uint64_t>(it.tensor) << 32) : (std::uint64_t{1} << 63);
+      j.comp = comp_flops / flops;
+      if (g.arch == architecture_kind::parameter_server) {
+        tl.ps_priority = tl.ps_priority || g.priority;
+        fill_ps_transfer(j, static_cast<std::size_t>(it.server), 0.0 + static_cast<double>(std::max<std::int64_t>(it.wire_bytes, 1)));
+        ws.pending[static_cast<std::size_t>(it.server)].push_back(n - 1);
+        ++tl.ps_jobs;
+      } else {
+        ++tl.lane0_jobs;
+        tl.lane0_priority = tl.lane0_priority || g.priority;
+        const auto slot = memo_slot(static_cast<std::uint64_t>(it.wire_bytes), workspace::collective_memo_log2);
+        auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+        tally sums;  // the bounds are added by settle()
+        fill_collective(x.fab, g, j, it.wire_bytes, sums, memo, ws.generation);
+        ws.held_lb[gi] = memo.lb;
+      }
+    }
+  }
+  for (std::size_t gi = 0; gi < G; ++gi) settle(gi);
+  ws.jobs.resize(n);
+  tl.priced = true;
+  tl.queued = true;
+  tl.in_order = true;
+  tl.last_pos = T == 0 ? 0 : T - 1;
+}
+
 // Step 3: the items in ready order, packed per group into buckets by the fusion rule
 // (strategy/fusion.hpp, fusion_closes; fuse_buckets() gives the same buckets); every closed
 // bucket becomes its jobs (step 4).
 constexpr void fuse_items(const model_spec& m, const context& x, const strategy_desc& s, workspace& ws, tally& tl) {
   const auto T = static_cast<std::uint32_t>(m.tensors.size());
+  if (unfused(s)) {
+    fuse_unfused(m, x, ws, tl);
+    return;
+  }
+  ws.jobs.clear();
   for (std::uint32_t pos = 0; pos < T; ++pos) {
     const auto t = x.order[pos];
     const std::uint32_t first = ws.first[t], end = first + ws.count[t];  // read once: the stores below may alias
@@ -381,17 +493,18 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
   ws.pending_head.assign(S, 0);
   ws.queued_at.assign(S, 0.0);
-  std::uint32_t count = 0;
-  for (std::size_t sv = 0; sv < S; ++sv) {
-    ws.pending[sv].clear();
-    ws.ready_heap[sv].clear();
-  }
+  std::uint32_t count = tl.ps_jobs;
+  for (std::size_t sv = 0; sv < S; ++sv) ws.ready_heap[sv].clear();
   const bool fifo = !tl.ps_priority;  // no priority group among the transfers: each server's queue is in ready order
-  for (std::uint32_t q = 0; q < n; ++q)
-    if (const int lane = ws.sorted[q].lane; lane > 0) {
-      ws.pending[static_cast<std::size_t>(lane - 1)].push_back(q);
-      ++count;
-    }
+  if (!tl.queued) {  // (fuse_unfused queues its transfers as it writes them)
+    count = 0;
+    for (std::size_t sv = 0; sv < S; ++sv) ws.pending[sv].clear();
+    for (std::uint32_t q = 0; q < n; ++q)
+      if (const int lane = ws.sorted[q].lane; lane > 0) {
+        ws.pending[static_cast<std::size_t>(lane - 1)].push_back(q);
+        ++count;
+      }
+  }
   ws.nic_free.assign(W, 0.0);
   ws.nic_sum.assign(W, 0.0);
   // With priority groups: server sv's next start and key (its smallest queued key), queuing
@@ -442,33 +555,104 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     const workspace::job* jobs = ws.sorted.data();
     double* qa = ws.queued_at.data();
     std::uint64_t* nk = ws.next_key.data();
+    const double* server_free = ws.lane_free.data() + 1;
+    // each server's queue as a cursor and an end (ws.pending_head: the cursor's offset)
+    ws.cursor.resize(2 * S);
+    const std::uint32_t** cur = ws.cursor.data();
+    const std::uint32_t** last = cur + S;
+    for (std::size_t sv = 0; sv < S; ++sv) {
+      cur[sv] = ws.pending[sv].data();
+      last[sv] = cur[sv] + ws.pending[sv].size();
+    }
     auto head_of = [&](std::size_t sv) AUTOSYNC_ALWAYS_INLINE {
-      const auto& pend = ws.pending[sv];
-      const auto h = ws.pending_head[sv];
-      if (h == pend.size()) {
+      if (cur[sv] == last[sv]) {
         qa[sv] = never;
         nk[sv] = ~std::uint64_t{0};
         return;
       }
-      const auto& j = jobs[pend[h]];
-      qa[sv] = std::max(ws.lane_free[1 + sv], j.ready);
+      const auto& j = jobs[*cur[sv]];
+      qa[sv] = std::max(server_free[sv], j.ready);
       nk[sv] = j.key;
     };
     for (std::size_t sv = 0; sv < S; ++sv) head_of(sv);
-    for (std::uint32_t done = 0; done < count; ++done) {
-      std::size_t best = 0;
-      double start = qa[0];
-      std::uint64_t best_key = nk[0];
-      for (std::size_t sv = 1; sv < S; ++sv)
-        if (qa[sv] < start || (qa[sv] == start && nk[sv] < best_key)) {
-          best = sv;
-          start = qa[sv];
-          best_key = nk[sv];
+    // The best server: the least (start, key), keys distinct among servers with transfers left.
+    // `skip`'s pair is left out (S: none); a server with none left never wins over one with some.
+    auto least = [&](std::size_t skip, std::size_t& best, double& start, std::uint64_t& key) AUTOSYNC_ALWAYS_INLINE {
+      best = S;
+      start = never;
+      key = ~std::uint64_t{0};
+      for (std::size_t sv = 0; sv < S; ++sv) {
+        const double q = qa[sv];
+        const std::uint64_t k = nk[sv];
+        const bool better = sv != skip && ((q < start) | ((q == start) & (k < key)));
+        best = better ? sv : best;
+        key = better ? k : key;
+        start = better ? q : start;
+      }
+    };
+    // Transfer j's bytes through each worker node's NICs, as through_nics, with the latest end
+    // taken over even and odd nodes apart (max is exact: the same end, a shorter chain).
+    const double* ps_unit = x.ps_unit.data();
+    const std::size_t W_ = W;
+    auto nics_end = [&](const workspace::job& j, std::size_t sv, double start) AUTOSYNC_ALWAYS_INLINE {
+      const double pushed = start + j.comp + j.t1;
+      double end0 = pushed + j.t2, end1 = end0;
+      const bool local = groups[j.group].local;
+      const double B = static_cast<double>(j.bytes);
+      const double* unit = ps_unit + (local ? 0 : W_);
+      const int h = x.fab.servers[sv].worker;
+      auto node = [&](std::size_t k, double o, double& e) AUTOSYNC_ALWAYS_INLINE {
+        const double done_k = std::max(nic_free[k], pushed) + o;
+        nic_free[k] = done_k;
+        nic_sum[k] += o;
+        e = std::max(e, done_k);
+      };
+      auto span = [&](std::size_t k, std::size_t e) AUTOSYNC_ALWAYS_INLINE {
+        for (; k + 1 < e; k += 2) {
+          node(k, B * unit[k], end0);
+          node(k + 1, B * unit[k + 1], end1);
         }
-      ++ws.pending_head[best];
+        if (k < e) node(k, B * unit[k], end0);
+      };
+      if (h < 0) {
+        span(0, W_);
+      } else {
+        const auto hk = static_cast<std::size_t>(h);
+        span(0, hk);
+        if (const double o = B * x.ps_host_unit[(local ? 0 : S) + sv]; o > 0.0) node(hk, o, end1);
+        span(hk + 1, W_);
+      }
+      return std::max(end0, end1) + j.t3;
+    };
+    std::size_t best = 0;
+    double start = 0.0;
+    std::uint64_t best_key = 0;
+    least(S, best, start, best_key);
+    for (std::uint32_t done = 0; done < count; ++done) {
+      // The runner-up is worked out while the transfer runs (it does not depend on its end); the
+      // next best is then the runner-up or this server again, one comparison after the end:
+      // the same pick as the least over all servers.
+      std::size_t next = S;
+      double next_start = never;
+      std::uint64_t next_key = ~std::uint64_t{0};
+      least(best, next, next_start, next_key);
+      ++cur[best];
       const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
-      commit(ws, r, opt, tl, pick, start, through_nics(jobs[pick], best, start), true);
-      head_of(best);
+      const double end = nics_end(jobs[pick], best, start);
+      commit(ws, r, opt, tl, pick, start, end, true);
+      double q = never;  // head_of(best), the server free at `end`
+      std::uint64_t k = ~std::uint64_t{0};
+      if (cur[best] != last[best]) {
+        const auto& j = jobs[*cur[best]];
+        q = std::max(end, j.ready);
+        k = j.key;
+      }
+      qa[best] = q;
+      nk[best] = k;
+      const bool stay = next == S || (q < next_start) | ((q == next_start) & (k < next_key));
+      best = stay ? best : next;
+      start = stay ? q : next_start;
+      best_key = stay ? k : next_key;
     }
     return;
   }
@@ -561,7 +745,7 @@ constexpr prediction run(const model_spec& m, const context& x, const strategy_d
   tally tl;
   prepare(m, x, s, ws);                          // 1
   fuse_items(m, x, s, ws, tl);                   // 3, 4
-  if (!x.fab.servers.empty()) price_ps_transfers(x, ws);  // 4
+  if (!x.fab.servers.empty() && !tl.priced) price_ps_transfers(x, ws);  // 4
   order_jobs(m.tensors.size(), ws, tl.buckets, tl.in_order);  // bucket numbers in ready order
   ws.lane_free.assign(1 + x.fab.servers.size(), 0.0);
   if (opt.timeline) r.events.reserve(ws.sorted.size() * 2);

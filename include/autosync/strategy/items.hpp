@@ -237,11 +237,14 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   // plain item (no partitioner, no registered codec or extension slot). The plain item is
   // add_items' one item for partitioner none, written here with the same arithmetic: the cost
   // model expands every strategy it evaluates.
+  // Likewise a dense tensor in a group whose partitioner is by_bytes (no registered codec or
+  // extension slot): add_items' shards along axis 0, written here with the same arithmetic.
   std::vector<detail::group_codec> codec(s.groups.size());
-  std::vector<std::uint8_t> plain(s.groups.size(), 0);
+  std::vector<std::uint8_t> plain(s.groups.size(), 0), by_bytes(s.groups.size(), 0);
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
     codec[gi] = detail::codec_of(s.groups[gi]);
     plain[gi] = s.groups[gi].partitioner.kind == partitioner_kind::none && !codec[gi].ext ? 1 : 0;
+    by_bytes[gi] = s.groups[gi].partitioner.kind == partitioner_kind::by_bytes && !codec[gi].ext ? 1 : 0;
   }
   for (std::uint32_t ti = 0; ti < m.tensors.size(); ++ti) {
     const auto* a = by_tensor[ti];
@@ -260,6 +263,31 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], wire_per_element_at(t.type, codec[gi].per));
         it.ready = ready[ti];
         it.sparse = t.sparse;
+        continue;
+      }
+      if (by_bytes[gi] && !t.sparse) {
+        const std::int64_t esize = size_of(t.type);
+        const std::int64_t slice = t.slice_elements(0);
+        const double per = wire_per_element_at(t.type, codec[gi].per);
+        const std::int64_t d = t.shape[0];
+        const std::uint64_t max_bytes = s.groups[gi].partitioner.max_bytes;
+        const std::uint64_t total = static_cast<std::uint64_t>(d) * (static_cast<std::uint64_t>(slice) * static_cast<std::uint64_t>(esize));
+        const std::int64_t k =
+            total <= max_bytes ? 1 : std::clamp<std::int64_t>(static_cast<std::int64_t>((total + max_bytes - 1) / max_bytes), 1, d);
+        const std::int64_t base = k == 1 ? d : d / k, extra = k == 1 ? 0 : d % k;  // most tensors fit: no division
+        for (std::int64_t sh = 0, lo = 0; sh < k; ++sh) {
+          const std::int64_t hi = lo + base + (sh < extra ? 1 : 0);
+          auto& it = items.emplace_back();
+          it.tensor = ti;
+          it.group = static_cast<std::uint32_t>(gi);
+          it.begin = lo;
+          it.end = hi;
+          it.elements = (hi - lo) * slice;
+          it.bytes = it.elements * esize;
+          it.wire_bytes = static_cast<std::int64_t>(static_cast<double>(it.elements) * per + 0.5);
+          it.ready = ready[ti];
+          lo = hi;
+        }
         continue;
       }
       detail::add_items(items, m, ti, ready[ti], s.groups[gi], static_cast<std::uint32_t>(gi), 0, 0, t.shape[0], ranks, codec[gi]);
@@ -288,18 +316,23 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   std::vector<double> load(bw.size(), 0.0);
   std::vector<std::int64_t> rr(s.groups.size(), 0);
   std::vector<std::size_t> balanced;
+  // per group: 0 when not a parameter server, else 1 + its placement kind
+  std::vector<std::uint8_t> place(s.groups.size(), 0);
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi)
+    if (s.groups[gi].architecture == architecture_kind::parameter_server)
+      place[gi] = static_cast<std::uint8_t>(1 + static_cast<int>(s.groups[gi].placement.kind));
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& it = items[i];
-    const auto& g = s.groups[it.group];
-    if (g.architecture != architecture_kind::parameter_server) continue;
-    switch (g.placement.kind) {
+    const auto p = place[it.group];
+    if (p == 0) continue;
+    switch (static_cast<placement_kind>(p - 1)) {
       case placement_kind::round_robin: {  // the group's k-th item to server k mod S (counted, not divided)
         auto& next = rr[it.group];
         it.server = static_cast<std::int32_t>(next);
         next = next + 1 == S ? 0 : next + 1;
         break;
       }
-      case placement_kind::pinned: it.server = g.placement.server; break;
+      case placement_kind::pinned: it.server = s.groups[it.group].placement.server; break;
       case placement_kind::hashed: {
         // shard index within its tensor: count earlier items of the same tensor
         std::uint64_t shard = 0;
@@ -316,34 +349,49 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   // is in item order, so items of equal wire bytes are already in tie order: with few distinct
   // sizes (a model's shards repeat a handful of shapes) the order is a counting sort by size,
   // largest first; otherwise a sort of (-wire bytes, index) pairs. The same order either way.
+  // The same pass sums the shards' bytes in integers for the one-bandwidth path below (no chain
+  // of floating-point adds), each at most `limit` and the sum at most twice it (exact below it;
+  // wire bytes are >= 0, so the sum is below the limit only if every partial sum is).
+  constexpr std::int64_t limit = 1'000'000'000'000;
+  std::int64_t shard_bytes = 0, widest = 0;
   std::vector<std::size_t> order(balanced.size());
   {
     constexpr std::size_t few = 32;
     std::vector<std::int64_t> sizes;
     std::vector<std::uint8_t> kind(balanced.size());
+    std::array<std::size_t, few> count{};  // per size (in order of appearance)
     std::size_t last = 0;
     bool counted = true;
-    for (std::size_t k = 0; k < balanced.size() && counted; ++k) {
-      const auto w = items[balanced[k]].wire_bytes;
-      if (last < sizes.size() && sizes[last] == w) {
-        kind[k] = static_cast<std::uint8_t>(last);
-        continue;
-      }
-      last = static_cast<std::size_t>(std::find(sizes.begin(), sizes.end(), w) - sizes.begin());
-      if (last == sizes.size()) {
-        if (sizes.size() == few) counted = false;
-        else sizes.push_back(w);
+    const sync_item* its = items.data();
+    for (std::size_t k = 0; k < balanced.size(); ++k) {
+      const auto w = its[balanced[k]].wire_bytes;
+      widest = std::max(widest, w);
+      shard_bytes = std::min(shard_bytes + std::min(w, limit), 2 * limit);  // saturated: never overflows
+      if (!counted) continue;
+      if (last >= sizes.size() || sizes[last] != w) {
+        last = static_cast<std::size_t>(std::find(sizes.begin(), sizes.end(), w) - sizes.begin());
+        if (last == sizes.size()) {
+          if (sizes.size() == few) {
+            counted = false;
+            continue;
+          }
+          sizes.push_back(w);
+        }
       }
       kind[k] = static_cast<std::uint8_t>(last);
+      ++count[last];
     }
     if (counted) {
-      std::array<std::size_t, few> rank{}, start{};  // a size's place from the largest; its first slot
+      std::array<std::size_t, few> rank{}, at{};  // a size's place from the largest; the next slot of its items
       for (std::size_t a = 0; a < sizes.size(); ++a)
         for (std::size_t b = 0; b < sizes.size(); ++b) rank[a] += sizes[b] > sizes[a] ? 1 : 0;  // sizes are distinct
-      std::array<std::size_t, few> count{};
-      for (auto x : kind) ++count[rank[x]];
-      for (std::size_t r = 1; r < sizes.size(); ++r) start[r] = start[r - 1] + count[r - 1];
-      for (std::size_t k = 0; k < balanced.size(); ++k) order[start[rank[kind[k]]]++] = balanced[k];
+      std::array<std::size_t, few> by_rank{};
+      for (std::size_t a = 0; a < sizes.size(); ++a) by_rank[rank[a]] = count[a];
+      std::array<std::size_t, few> start{};
+      for (std::size_t r = 1; r < sizes.size(); ++r) start[r] = start[r - 1] + by_rank[r - 1];
+      for (std::size_t a = 0; a < sizes.size(); ++a) at[a] = start[rank[a]];
+      std::size_t* out = order.data();
+      for (std::size_t k = 0; k < balanced.size(); ++k) out[at[kind[k]]++] = balanced[k];
     } else {
       std::vector<std::pair<std::int64_t, std::size_t>> pairs;
       pairs.reserve(balanced.size());
@@ -359,30 +407,22 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
     // Below 1e12 bytes in all, every load is an exact integer and no two sums load + w are within
     // 1e-12 of each other unless equal: the rule below picks the first least-loaded server, which
     // integers find without the rounding the loop below guards against (same servers, bit for bit).
-    constexpr std::int64_t limit = 1'000'000'000'000;
     double total = 0.0;
     for (const double l : load) total += l;
-    // the shards' bytes summed in integers (no chain of floating-point adds), stopping at the
-    // limit: the sum stays below twice the limit
-    std::int64_t shard_bytes = 0;
-    bool below = total < 1e12;
-    for (const auto i : balanced) {
-      below = below && its[i].wire_bytes < limit && shard_bytes < limit;
-      shard_bytes += below ? its[i].wire_bytes : 0;
-    }
-    if (below && total + static_cast<double>(shard_bytes) < 1e12) {
+    if (widest < limit && shard_bytes < limit && total < 1e12 && total + static_cast<double>(shard_bytes) < 1e12) {
       std::vector<std::int64_t> il(servers);
-      for (std::size_t sv = 0; sv < servers; ++sv) il[sv] = static_cast<std::int64_t>(load[sv]);
+      std::int64_t* loads = il.data();
+      for (std::size_t sv = 0; sv < servers; ++sv) loads[sv] = static_cast<std::int64_t>(load[sv]);
       for (const auto i : order) {
         std::size_t best = 0;
-        std::int64_t least = il[0];
+        std::int64_t least = loads[0];
         for (std::size_t sv = 1; sv < servers; ++sv)
-          if (il[sv] < least) {
-            least = il[sv];
+          if (loads[sv] < least) {
+            least = loads[sv];
             best = sv;
           }
         its[i].server = static_cast<std::int32_t>(best);
-        il[best] += its[i].wire_bytes;
+        loads[best] = least + its[i].wire_bytes;
       }
       return;
     }
