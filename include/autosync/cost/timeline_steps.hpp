@@ -398,6 +398,21 @@ struct key_greater {
 // A job of ws.sorted runs on its lane from `start` to `end`: the lane is busy until then, its
 // busy time counts as communication (and compression), and with a timeline its events are
 // written (compression first, then the transfer, or the two collectives of a sharded bucket).
+// (emit: the events alone; commit's sums kept elsewhere, as run_servers' fifo loop does)
+AUTOSYNC_ALWAYS_INLINE constexpr void emit(const workspace& ws, prediction& r, const workspace::job& j, double start, double end, bool ps) {
+  double at = start;
+  if (j.comp > 0.0) {
+    r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.comp, j.bytes, event_compression});
+    at += j.comp;
+  }
+  if (ps) {
+    r.events.push_back(event{j.lane, j.group, j.bucket, at, end, j.bytes, event_ps_transfer});
+  } else {
+    r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.t1, j.bytes, event_collective});
+    if (ws.groups[j.group].arch == architecture_kind::sharded)
+      r.events.push_back(event{j.lane, j.group, j.bucket, at + j.t1, end, j.bytes, event_collective});
+  }
+}
 AUTOSYNC_ALWAYS_INLINE constexpr double commit(workspace& ws, prediction& r, const options& opt, tally& tl, std::uint32_t pick,
                                                double start, double end, bool ps) {
   const auto& j = ws.sorted[pick];
@@ -406,23 +421,9 @@ AUTOSYNC_ALWAYS_INLINE constexpr double commit(workspace& ws, prediction& r, con
   tl.last_end = std::max(tl.last_end, end);
   r.communication += busy;
   r.compression += j.comp;
-  if (opt.timeline) {
-    double at = start;
-    if (j.comp > 0.0) {
-      r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.comp, j.bytes, event_compression});
-      at += j.comp;
-    }
-    if (ps) {
-      r.events.push_back(event{j.lane, j.group, j.bucket, at, end, j.bytes, event_ps_transfer});
-    } else {
-      r.events.push_back(event{j.lane, j.group, j.bucket, at, at + j.t1, j.bytes, event_collective});
-      if (ws.groups[j.group].arch == architecture_kind::sharded)
-        r.events.push_back(event{j.lane, j.group, j.bucket, at + j.t1, end, j.bytes, event_collective});
-    }
-  }
+  if (opt.timeline) emit(ws, r, j, start, end, ps);
   return end;
 }
-
 // Steps 5/6 on lane 0: the communicator takes, when free, the best ready job (fifo only: the
 // next in ready order). With priority jobs, the ready jobs are a bitset over the jobs' ranks in
 // key order (a counting sort by the key's tensor, fifo keys after every priority key, ties by
@@ -628,6 +629,10 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     double start = 0.0;
     std::uint64_t best_key = 0;
     least(S, best, start, best_key);
+    // commit's sums in locals (in memory they would chain every transfer through a store and a
+    // load), added in the same order: the same bits
+    double communication = r.communication, compression = r.compression, last_end = tl.last_end;
+    double* lane_free = ws.lane_free.data();
     for (std::uint32_t done = 0; done < count; ++done) {
       // The runner-up is worked out while the transfer runs (it does not depend on its end); the
       // next best is then the runner-up or this server again, one comparison after the end:
@@ -638,8 +643,13 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       least(best, next, next_start, next_key);
       ++cur[best];
       const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
-      const double end = nics_end(jobs[pick], best, start);
-      commit(ws, r, opt, tl, pick, start, end, true);
+      const auto& job = jobs[pick];
+      const double end = nics_end(job, best, start);
+      lane_free[static_cast<std::size_t>(job.lane)] = end;
+      last_end = std::max(last_end, end);
+      communication += end - start - job.comp;
+      compression += job.comp;
+      if (opt.timeline) emit(ws, r, job, start, end, true);
       double q = never;  // head_of(best), the server free at `end`
       std::uint64_t k = ~std::uint64_t{0};
       if (cur[best] != last[best]) {
@@ -654,6 +664,9 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       start = stay ? q : next_start;
       best_key = stay ? k : next_key;
     }
+    r.communication = communication;
+    r.compression = compression;
+    tl.last_end = last_end;
     return;
   }
   ws.pending_at.assign(S, 0);  // what next_of has queued of each server's transfers (the heap path only)
