@@ -138,7 +138,7 @@ struct workspace {
   std::vector<std::uint64_t> bits;         // lane 0: the ready jobs, by rank
   std::vector<std::vector<std::uint32_t>> pending;   // per server: its jobs in ready order
   std::vector<std::vector<std::uint64_t>> ready_heap; // per server: keys of its ready jobs
-  std::vector<std::size_t> pending_at, pending_head;
+  std::vector<std::size_t> pending_at;
   std::vector<std::uint32_t> held;         // fuse_unfused, per group: the job whose sums wait for the group's next item
   std::vector<double> held_lb;             // ... and a lane-0 job's bandwidth bound
   std::vector<const std::uint32_t*> cursor;  // run_servers without priority: per server its next transfer, then (from S) its queue's end

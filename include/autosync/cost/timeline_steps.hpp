@@ -19,6 +19,7 @@
 #include <autosync/cost/collectives.hpp>
 #include <autosync/cost/fabric.hpp>
 #include <autosync/cost/timeline.hpp>
+#include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/fusion.hpp>
@@ -51,8 +52,8 @@ struct tally {
 };
 
 // Step 1 (what run needs of the strategy and the items): each group's aspects in ws.groups,
-// the items of each tensor (contiguous in expand's output) in ws.first / ws.count, and the
-// per-evaluation buffers reset.
+// the items of each tensor (contiguous in expand's output) in ws.first / ws.count, the
+// per-evaluation buffers reset and the memos' generation advanced (their entries are not cleared).
 constexpr void prepare(const model_spec& m, const context& x, const strategy_desc& s, workspace& ws) {
   const auto T = m.tensors.size();
   const auto N = ws.items.size();
@@ -92,7 +93,8 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
     ws.coll_memo.resize(s.groups.size() * workspace::collective_memo_slots);
 }
 
-// Transfer t (a job of ws.jobs) goes B bytes to server sv; price_ps_transfers prices it.
+// Transfer t (a job of ws.jobs) goes B bytes to server sv; price_ps_transfers prices it (in
+// fuse_unfused, price_ps_transfer as each job settles).
 AUTOSYNC_ALWAYS_INLINE constexpr void fill_ps_transfer(workspace::job& t, std::size_t sv, double B) {
   t.lane = 1 + static_cast<int>(sv);
   t.bytes = static_cast<std::int64_t>(B);  // B is a sum of integers: exact, and double(t.bytes) == B
@@ -492,7 +494,6 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   const auto n = static_cast<std::uint32_t>(ws.sorted.size());
   if (ws.pending.size() < S) ws.pending.resize(S);
   if (ws.ready_heap.size() < S) ws.ready_heap.resize(S);
-  ws.pending_head.assign(S, 0);
   ws.queued_at.assign(S, 0.0);
   std::uint32_t count = tl.ps_jobs;
   for (std::size_t sv = 0; sv < S; ++sv) ws.ready_heap[sv].clear();
@@ -557,7 +558,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     double* qa = ws.queued_at.data();
     std::uint64_t* nk = ws.next_key.data();
     const double* server_free = ws.lane_free.data() + 1;
-    // each server's queue as a cursor and an end (ws.pending_head: the cursor's offset)
+    // each server's queue as a cursor and an end
     ws.cursor.resize(2 * S);
     const std::uint32_t** cur = ws.cursor.data();
     const std::uint32_t** last = cur + S;
@@ -629,6 +630,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     double start = 0.0;
     std::uint64_t best_key = 0;
     least(S, best, start, best_key);
+    if (count > 0 && best == S) throw error("cost", "a parameter-server transfer has no start time (NaN)");
     // commit's sums in locals (in memory they would chain every transfer through a store and a
     // load), added in the same order: the same bits
     double communication = r.communication, compression = r.compression, last_end = tl.last_end;
