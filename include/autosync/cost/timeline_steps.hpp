@@ -160,8 +160,9 @@ AUTOSYNC_ALWAYS_INLINE constexpr void push_ps_transfers(workspace& ws) {
 }
 
 // Step 4 for a lane-0 bucket of `wire` bytes, job j: its collective's time (t1, and t2 for
-// sharded), its NIC occupancy, and its bandwidth bound into the tally (through the group's memo).
-constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire, tally& tl,
+// sharded) and its NIC occupancy, through the group's memo, which then holds its bandwidth
+// bound (memo.lb): the caller adds the bounds to the tally.
+constexpr void fill_collective(const fabric& f, const workspace::group_info& g, workspace::job& j, std::int64_t wire,
                                workspace::collective_memo& memo, std::uint32_t generation) {
   j.lane = 0;
   j.bytes = wire;
@@ -192,8 +193,6 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
   j.t1 = memo.t1;
   j.t2 = memo.t2;
   j.nic = memo.nic;
-  tl.lane0_lb += memo.lb;
-  tl.lane0_nic += j.nic;
 }
 
 // Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
@@ -221,7 +220,10 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
     ++tl.lane0_jobs;
     tl.lane0_priority = tl.lane0_priority || g.priority;
     const auto slot = memo_slot(static_cast<std::uint64_t>(ob.wire), workspace::collective_memo_log2);
-    fill_collective(x.fab, g, j, ob.wire, tl, ws.coll_memo[gi * workspace::collective_memo_slots + slot], ws.generation);
+    auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+    fill_collective(x.fab, g, j, ob.wire, memo, ws.generation);
+    tl.lane0_lb += memo.lb;
+    tl.lane0_nic += j.nic;
   }
   ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
   ob.bytes = 0;
@@ -310,9 +312,8 @@ constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws
         tl.lane0_priority = tl.lane0_priority || g.priority;
         const auto slot = memo_slot(static_cast<std::uint64_t>(it.wire_bytes), workspace::collective_memo_log2);
         auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
-        tally sums;  // the bounds are added by settle()
-        fill_collective(x.fab, g, j, it.wire_bytes, sums, memo, ws.generation);
-        ws.held_lb[gi] = memo.lb;
+        fill_collective(x.fab, g, j, it.wire_bytes, memo, ws.generation);
+        ws.held_lb[gi] = memo.lb;  // added by settle()
       }
     }
   }
@@ -592,40 +593,6 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
         start = better ? q : start;
       }
     };
-    // Transfer j's bytes through each worker node's NICs, as through_nics, with the latest end
-    // taken over even and odd nodes apart (max is exact: the same end, a shorter chain).
-    const double* ps_unit = x.ps_unit.data();
-    const std::size_t W_ = W;
-    auto nics_end = [&](const workspace::job& j, std::size_t sv, double start) AUTOSYNC_ALWAYS_INLINE {
-      const double pushed = start + j.comp + j.t1;
-      double end0 = pushed + j.t2, end1 = end0;
-      const bool local = groups[j.group].local;
-      const double B = static_cast<double>(j.bytes);
-      const double* unit = ps_unit + (local ? 0 : W_);
-      const int h = x.fab.servers[sv].worker;
-      auto node = [&](std::size_t k, double o, double& e) AUTOSYNC_ALWAYS_INLINE {
-        const double done_k = std::max(nic_free[k], pushed) + o;
-        nic_free[k] = done_k;
-        nic_sum[k] += o;
-        e = std::max(e, done_k);
-      };
-      auto span = [&](std::size_t k, std::size_t e) AUTOSYNC_ALWAYS_INLINE {
-        for (; k + 1 < e; k += 2) {
-          node(k, B * unit[k], end0);
-          node(k + 1, B * unit[k + 1], end1);
-        }
-        if (k < e) node(k, B * unit[k], end0);
-      };
-      if (h < 0) {
-        span(0, W_);
-      } else {
-        const auto hk = static_cast<std::size_t>(h);
-        span(0, hk);
-        if (const double o = B * x.ps_host_unit[(local ? 0 : S) + sv]; o > 0.0) node(hk, o, end1);
-        span(hk + 1, W_);
-      }
-      return std::max(end0, end1) + j.t3;
-    };
     std::size_t best = 0;
     double start = 0.0;
     std::uint64_t best_key = 0;
@@ -646,7 +613,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       ++cur[best];
       const auto pick = static_cast<std::uint32_t>(best_key & 0xffffffffu);
       const auto& job = jobs[pick];
-      const double end = nics_end(job, best, start);
+      const double end = through_nics(job, best, start);
       lane_free[static_cast<std::size_t>(job.lane)] = end;
       last_end = std::max(last_end, end);
       communication += end - start - job.comp;

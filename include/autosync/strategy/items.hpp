@@ -110,6 +110,13 @@ struct codec_cost {
 }
 
 namespace detail {
+// How many shards the by_bytes partitioner cuts d rows of row_bytes each into: ceil(total /
+// max_bytes), at least 1 and at most d (a tensor within the cap: 1, without a division).
+[[nodiscard]] constexpr std::int64_t by_bytes_shards(std::int64_t d, std::uint64_t row_bytes, std::uint64_t max_bytes) noexcept {
+  const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
+  return total <= max_bytes ? 1 : std::clamp<std::int64_t>(static_cast<std::int64_t>((total + max_bytes - 1) / max_bytes), 1, d);
+}
+
 // What a group's codec does to its items' bytes, worked out once per group: `ext`, a registered
 // compressor or extension slots (extension_cost prices each item); else `per`, the built-in
 // compressor's wire bytes per element (0: none; wire_per_element_at applies it to a dtype).
@@ -188,14 +195,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     }
     case partitioner_kind::by_bytes: {
       const std::int64_t d = e - b;
-      const auto row_bytes = static_cast<std::uint64_t>(slice) * size_of(t.type);
-      const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
-      // ceil(total / max_bytes) shards, at least 1 and at most d (a tensor within the cap: 1)
-      const std::int64_t k = total <= g.partitioner.max_bytes
-                                 ? 1
-                                 : std::clamp<std::int64_t>(
-                                       static_cast<std::int64_t>((total + g.partitioner.max_bytes - 1) / g.partitioner.max_bytes), 1, d);
-      shards(0, b, d, k);
+      shards(0, b, d, by_bytes_shards(d, static_cast<std::uint64_t>(slice) * size_of(t.type), g.partitioner.max_bytes));
       break;
     }
   }
@@ -270,10 +270,8 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         const std::int64_t slice = t.slice_elements(0);
         const double per = wire_per_element_at(t.type, codec[gi].per);
         const std::int64_t d = t.shape[0];
-        const std::uint64_t max_bytes = s.groups[gi].partitioner.max_bytes;
-        const std::uint64_t total = static_cast<std::uint64_t>(d) * (static_cast<std::uint64_t>(slice) * static_cast<std::uint64_t>(esize));
-        const std::int64_t k =
-            total <= max_bytes ? 1 : std::clamp<std::int64_t>(static_cast<std::int64_t>((total + max_bytes - 1) / max_bytes), 1, d);
+        const std::int64_t k = detail::by_bytes_shards(d, static_cast<std::uint64_t>(slice) * static_cast<std::uint64_t>(esize),
+                                                       s.groups[gi].partitioner.max_bytes);
         const std::int64_t base = k == 1 ? d : d / k, extra = k == 1 ? 0 : d % k;  // most tensors fit: no division
         for (std::int64_t sh = 0, lo = 0; sh < k; ++sh) {
           const std::int64_t hi = lo + base + (sh < extra ? 1 : 0);
