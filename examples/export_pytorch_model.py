@@ -5,6 +5,7 @@
     python3 examples/export_pytorch_model.py --model resnet50     # torchvision, when importable
     python3 examples/export_pytorch_model.py --out toy.json --batch 64
     python3 examples/export_pytorch_model.py --model resnet50 --profile --precision bf16   # measured compute
+    python3 examples/export_pytorch_model.py --model convnext_tiny --precision bf16        # layers for bf16 training
 
 Or from your own code:
 
@@ -17,7 +18,9 @@ Output (the format <autosync/io/json.hpp> reads; one entry per trainable paramet
 
     {"name": "toy_cnn", "batch_per_device": 32, "forward_flops": 1.2e10, "source": "...",
      "tensors": [{"name": "conv1.weight", "shape": [16, 3, 3, 3], "dtype": "f32",
-                  "sparse": false, "sparse_density": 1.0, "backward_flops": 1.2e9}, ...]}
+                  "sparse": false, "sparse_density": 1.0, "backward_flops": 1.2e9}, ...],
+     "layers": [{"name": "conv1:convolution", "kind": "conv", "tensor": 0, "m": 32768, "n": 16,
+                 "k": 27, "elements": 98304, "bias": false, "input_grad": false}, ...]}
 
 FLOPs (only with a sample input; FLOPs = 2 x multiply-adds, the same rules as
 include/autosync/zoo/models.hpp):
@@ -38,6 +41,19 @@ each parameter's gradient became ready ("ready_order", 0 = first); that order is
 when every trainable parameter received a gradient. The module's parameters, gradients and
 buffers (e.g. BatchNorm running statistics) are restored afterwards.
 
+Layers (with a sample; --no-layers leaves them out): one forward pass on the sample runs under a
+TorchDispatchMode that sees every ATen op below autograd, and each op that does work is written as
+a layer of the compute model (include/autosync/model.hpp `layer`: convolution with its groups,
+linear, batched matmul, fused attention, batch/layer norm, activation, residual add, elementwise
+scale, copy, dropout, softmax, pooling, embedding), its shapes scaled from the sample's batch to
+batch_per_device, attributed to the parameter whose gradient backward completes next. --loss
+cross_entropy (the default here) adds a loss layer over the output (the logits). --precision names
+the training precision: under bf16 / fp16 the dtypes are followed as CUDA autocast sets them, so
+the ops fed by autocast's fp32 results (a layer norm's output, the fp32 residual stream) are marked
+`fp32_input`. autosync prices the layers on the cluster's device (include/autosync/cost/
+compute.hpp) instead of FLOPs alone, which no real model reaches; ops without a rule of their own
+are priced as plain elementwise ops and named in "source".
+
 Profile (--profile, or export(..., profile=profile(module, sample))): runs forward and backward
 on the device (CUDA when available, else the CPU) at the sample's batch, `--warmup` untimed and
 `--iters` timed steps, and records the median forward time, backward time, and for every
@@ -51,6 +67,7 @@ written as "precision". With --profile the sample batch is --batch: the times ar
 """
 
 import argparse
+import collections
 import json
 import math
 import statistics
@@ -181,6 +198,332 @@ def _ready_order(module, output, params):
 _PRECISIONS = ("pytorch-fp32", "fp32", "tf32", "bf16", "fp16")
 
 
+# ---- layers: what the compute model prices (include/autosync/model.hpp `layer`) ----------------
+#
+# One forward pass runs under a TorchDispatchMode, which sees every ATen op below autograd (what
+# F.linear, nn.MultiheadAttention or a model's own forward() turn into). Each op that does work
+# becomes a layer of its kind; views, tensor creation and ops without a floating-point result are
+# skipped. The sample runs in fp32 wherever it lives; under `precision` bf16 / fp16 each tensor's
+# dtype is followed as CUDA autocast would set it (its lower-precision list: products and
+# convolutions give 16 bits; its fp32 list: norms, softmax, pow, ... give fp32; batch norm keeps
+# its input's; anything else promotes), so the layers carry `fp32_input` where autocast's fp32
+# results feed an op. A layer is attributed to the tensor whose gradient is completed next in
+# backward: the parameter first used most recently in forward order, the layer's own if it is
+# its first use.
+
+_VIEWLIKE = {"lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "item", "detach", "alias", "sym_size", "sym_stride",
+             "is_nonzero", "_assert_async", "_has_same_storage_numel", "_unsafe_view", "_reshape_alias"}
+_CREATION = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+             "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "arange", "scalar_tensor", "rand", "rand_like",
+             "randn", "randn_like", "randint", "randint_like", "normal", "uniform", "fill", "zero", "linspace", "eye"}
+_FP32_LIST = {"native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "_softmax", "softmax", "_log_softmax",
+              "log_softmax", "pow", "exp", "log", "log1p", "log2", "log10", "expm1", "rsqrt", "reciprocal", "sum", "prod",
+              "cumsum", "cumprod", "norm", "linalg_vector_norm", "nll_loss", "nll_loss_forward", "mse_loss", "l1_loss",
+              "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy_with_logits", "softplus", "erfinv", "acos",
+              "asin", "cosh", "sinh", "tan", "dist", "cdist", "renorm", "cosine_similarity"}
+_LOW_LIST = {"convolution", "_convolution", "cudnn_convolution", "conv2d", "conv1d", "conv3d", "addmm", "mm", "bmm",
+             "baddbmm", "addbmm", "matmul", "linear", "addmv", "mv", "prelu", "_scaled_dot_product_flash_attention",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+             "_scaled_dot_product_flash_attention_for_cpu", "scaled_dot_product_attention"}
+_ACTIVATIONS = {"relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "hardtanh", "leaky_relu", "elu",
+                "selu", "celu", "mish", "softplus", "threshold", "clamp", "clamp_min", "clamp_max", "relu6", "glu", "erf"}
+_COPIES = {"cat", "stack", "clone", "copy", "_to_copy", "index_select", "gather", "roll", "flip", "repeat", "pad",
+           "constant_pad_nd", "reflection_pad2d", "replication_pad2d", "col2im", "im2col", "channel_shuffle",
+           "pixel_shuffle", "_unsafe_index", "index"}
+_AVG_POOLS = {"avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
+              "adaptive_avg_pool3d", "_adaptive_avg_pool3d"}
+_MAX_POOLS = {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices",
+              "adaptive_max_pool2d", "adaptive_max_pool1d"}
+
+
+def _saved_state(module):
+    """A copy of module.state_dict() that load_state_dict() takes back, with the modules' version
+    metadata (torchvision's MNASNet refuses a state without it)."""
+    state = module.state_dict()
+    saved = collections.OrderedDict((k, v.detach().clone()) for k, v in state.items())
+    if hasattr(state, "_metadata"):
+        saved._metadata = state._metadata
+    return saved
+
+
+def _storage_key(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except AttributeError:  # PyTorch 1.x
+        return t.storage().data_ptr()
+
+
+def _tensors_in(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors_in(v)
+
+
+class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the layers of one forward pass (see above); `names` is the module stack."""
+
+    def __init__(self, params, autocast):
+        super().__init__()
+        self.param_of = {_storage_key(p): i for i, (_, p) in enumerate(params)}
+        self.autocast = autocast
+        self.low = {}          # storage -> True when autocast would hold it in 16 bits
+        self.layers = []
+        self.current = -1      # the parameter first used most recently
+        self.used = set()
+        self.noise = set()     # dropout masks being built (bernoulli_ on CPU: mask, scale, multiply)
+        self.generic = {}      # ops priced as a generic elementwise op: name -> count
+        self.last_linear = None  # (layer, its output's storage): a bias add that follows is its bias
+        self.names = []
+
+    def _low(self, t):
+        return self.low.get(_storage_key(t), False)
+
+    def _param(self, t):
+        return self.param_of.get(_storage_key(t))
+
+    def _add(self, kind, op, params, inputs, **fields):
+        new = sorted(p for p in params if p not in self.used)
+        if new:
+            self.used.update(new)
+            self.current = new[-1]
+        name = (self.names[-1] if self.names else "") or "model"
+        layer = {"name": f"{name}:{op}", "kind": kind, "tensor": self.current}
+        if self.autocast and inputs:
+            floats = [t for t in inputs if t.is_floating_point() and self._param(t) is None]
+            if kind in ("linear", "conv"):
+                if floats and not self._low(floats[0]):
+                    layer["fp32_input"] = True
+            elif kind in ("activation", "add", "scale", "copy", "dropout"):
+                if any(not self._low(t) for t in floats):
+                    layer["fp32_input"] = True
+        layer.update(fields)
+        self.layers.append(layer)
+        return layer
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        try:
+            self._record(func, args, kwargs, out)
+        except Exception as e:  # a shape this trace does not know: say which op
+            raise RuntimeError(f"layer trace: {func}: {type(e).__name__}: {e}") from e
+        return out
+
+    def _record(self, func, args, kwargs, out):
+        op = func.overloadpacket.__name__
+        base = op[:-1] if op.endswith("_") and not op.startswith("_") else op
+        schema = func._schema
+        outs = [t for t in _tensors_in(out)]
+        ins = [t for t in _tensors_in(list(args) + list(kwargs.values()))]
+        named = {a.name: v for a, v in zip(schema.arguments, args)}
+        named.update(kwargs)
+        ret = schema.returns[0] if schema.returns else None
+        if ret is not None and ret.alias_info is not None and not ret.alias_info.is_write:
+            return  # a view: its storage (and autocast's dtype) is its input's
+        if not outs or base in _VIEWLIKE:
+            return
+        y = outs[0]
+        # autocast's dtype of the result (followed whatever the precision: cheap)
+        if base in _LOW_LIST:
+            low = True
+        elif base in _FP32_LIST or base == "embedding":
+            low = False
+        elif "batch_norm" in base:
+            low = bool(ins) and self._low(ins[0])
+        else:
+            floats = [t for t in ins if t.is_floating_point() and t.dim() > 0]
+            low = bool(floats) and all(self._low(t) for t in floats)
+        for o in outs:
+            if o.is_floating_point():
+                self.low[_storage_key(o)] = low
+        if not y.is_floating_point() or y.numel() == 0 or not ins or base in _CREATION:
+            return
+        params = [i for i in (self._param(t) for t in ins) if i is not None]
+        grad = any(t.requires_grad for t in ins if self._param(t) is None) or bool(params)
+        key = _storage_key
+        # a linear of more than two dimensions that PyTorch ran as a product and a bias add
+        # (F.linear: matmul, then add): the add is the linear's bias, in its dtype
+        if base == "add" and self.last_linear is not None and len(params) == 1 and len(ins) == 2:
+            layer, at = self.last_linear
+            bias = [t for t in ins if self._param(t) is not None][0]
+            other = [t for t in ins if self._param(t) is None]
+            if bias.dim() == 1 and other and key(other[0]) == at and not layer.get("bias"):
+                layer["bias"] = True
+                self.last_linear = None
+                if params[0] not in self.used:  # the bias's first use: the linear's, as for addmm
+                    self.used.add(params[0])
+                    self.current = max(self.current, params[0])
+                    layer["tensor"] = self.current
+                for o in outs:
+                    self.low[key(o)] = self._low(other[0])
+                return
+        # dropout on the CPU: empty_like, bernoulli_ (the mask), div_ (its scale), mul (applied)
+        if base == "bernoulli":
+            self.noise.add(key(y))
+            return
+        if any(key(t) in self.noise for t in ins):
+            if base == "mul":
+                self._add("dropout", op, params, [t for t in ins if key(t) not in self.noise], elements=y.numel())
+            return
+        if base in ("convolution", "_convolution", "cudnn_convolution", "conv2d", "conv1d", "conv3d"):
+            x, w = named.get("input", args[0]), named.get("weight", args[1])
+            b = named.get("bias")
+            groups = int(named.get("groups", 1) or 1)
+            transposed = bool(named.get("transposed", False))
+            n = int(w.shape[1] * groups) if transposed else int(w.shape[0])
+            k = int(w.shape[0] // groups if transposed else w.shape[1]) * math.prod(int(d) for d in w.shape[2:])
+            cl = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+            extra = {"groups": groups} if groups > 1 and not transposed else {}
+            self._add("conv", op, params, [x], m=int(y.numel() // n), n=n, k=int(k), elements=int(x.numel()),
+                      bias=b is not None, input_grad=bool(x.requires_grad), channels_last=bool(cl), **extra)
+            return
+        if base in ("addmm", "mm", "addmv", "mv", "linear"):
+            if base == "linear":
+                x, w, b = named["input"], named["weight"], named.get("bias")
+                mats = [x, w]
+            else:
+                if base in ("addmm", "addmv"):  # self (the bias), mat1 / mat, mat2 / vec
+                    mats = [named.get("mat1", named.get("mat")), named.get("mat2", named.get("vec"))]
+                    b = named.get("self")
+                else:  # self, mat2 / vec
+                    mats = [named["self"], named.get("mat2", named.get("vec"))]
+                    b = None
+            wi = [i for i, t in enumerate(mats) if self._param(t) is not None]
+            if base == "linear" or wi:
+                w = mats[1] if base == "linear" else mats[wi[-1]]
+                x = mats[0] if base == "linear" or wi[-1] == 1 else mats[1]
+                out_f = int(w.shape[0]) if base == "linear" or w.dim() < 2 else int(y.shape[-1])
+                in_f = int(x.shape[-1]) if x.dim() else 1
+                rows = int(y.numel() // max(out_f, 1))
+                layer = self._add("linear", op, params, [x], m=rows, n=out_f, k=in_f,
+                                  bias=b is not None and self._param(b) is not None, input_grad=bool(x.requires_grad))
+                self.last_linear = (layer, key(y))
+                return
+            a1, a2 = mats
+            self._add("matmul", op, params, [a1, a2], m=int(a1.shape[0]), n=int(a2.shape[-1]) if a2.dim() > 1 else 1,
+                      k=int(a1.shape[-1]))
+            return
+        if base in ("bmm", "baddbmm"):
+            a1, a2 = named["batch1" if base == "baddbmm" else "self"], named["batch2" if base == "baddbmm" else "mat2"]
+            self._add("matmul", op, params, [a1, a2], m=int(a1.shape[1]), n=int(a2.shape[2]), k=int(a1.shape[2]),
+                      count=int(a1.shape[0]))
+            return
+        if "scaled_dot_product" in base:
+            q, kk = named["query"], named["key"]
+            causal = bool(named.get("is_causal", False))
+            self._add("attention", op, params, [q], m=int(q.shape[-2]), n=int(kk.shape[-2]), k=int(q.shape[-1]),
+                      count=int(q.numel() // (q.shape[-2] * q.shape[-1])), causal=causal)
+            return
+        if "batch_norm" in base and "backward" not in base:
+            x = ins[0]
+            c = int(x.shape[1]) if x.dim() > 1 else 1
+            self._add("batch_norm", op, params, [x], m=int(x.shape[0]), n=c, elements=int(x.numel()))
+            return
+        if base in ("native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "_fused_rms_norm", "rms_norm"):
+            self._add("layer_norm", op, params, [ins[0]], elements=int(ins[0].numel()))
+            return
+        if base in ("embedding", "embedding_bag", "_embedding_bag"):
+            w = named.get("weight", args[0])
+            self._add("embedding", op, params, [], m=int(w.shape[0]), n=int(w.shape[1]), elements=int(y.numel()))
+            return
+        if base in ("_softmax", "softmax", "_log_softmax", "log_softmax"):
+            self._add("softmax", op, params, [ins[0]], elements=int(y.numel()))
+            return
+        if base in ("native_dropout", "dropout", "feature_dropout", "alpha_dropout"):
+            self._add("dropout", op, params, [ins[0]], elements=int(y.numel()))
+            return
+        if base in _MAX_POOLS or base in _AVG_POOLS or (base in ("mean", "amax", "sum") and ins[0].dim() >= 3
+                                                        and y.numel() < ins[0].numel()):
+            kind = "max_pool" if base in _MAX_POOLS or base == "amax" else "avg_pool"
+            self._add(kind, op, params, [ins[0]], elements=int(ins[0].numel()), outputs=int(y.numel()))
+            return
+        floats = [t for t in ins if t.is_floating_point()]
+        elements = int(max([y.numel()] + [t.numel() for t in floats]))
+        if base in _ACTIVATIONS:
+            self._add("activation", op, params, floats, elements=elements, input_grad=grad)
+        elif base == "add" and len(floats) == 2 and floats[0].shape == floats[1].shape and not params:
+            self._add("add", op, params, floats, elements=elements, input_grad=grad)
+        elif base in _COPIES:
+            self._add("copy", op, params, floats, elements=elements, input_grad=grad)
+        else:
+            if base not in ("add", "sub", "mul", "div", "where", "masked_fill", "rsub", "neg", "pow", "sqrt", "rsqrt",
+                            "exp", "abs", "addcmul", "addcdiv", "lerp", "mean", "sum", "var", "var_mean", "std"):
+                self.generic[op] = self.generic.get(op, 0) + 1
+            self._add("scale", op, params, floats, elements=elements, input_grad=grad)
+
+
+def _module_names(module, trace):
+    """Forward pre/post hooks that keep trace.names the stack of running modules' names."""
+    handles = []
+    for name, m in module.named_modules():
+        def pre(mod, inputs, name=name):
+            trace.names.append(name)
+
+        def post(mod, inputs, output):
+            trace.names.pop()
+
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+    return handles
+
+
+def _scaled(layer, s):
+    """A layer traced at sample batch b, at batch b x s: its batch-proportional fields scaled."""
+    if s == 1.0:
+        return layer
+    r = dict(layer)
+    grow = lambda v: max(1, int(round(v * s)))
+    kind = r["kind"]
+    if kind == "batch_norm":
+        per = r["elements"] // r["m"]
+        r["m"] = grow(r["m"])
+        r["elements"] = r["m"] * per
+        return r
+    if kind in ("matmul", "attention") and r.get("count", 1) > 1:
+        r["count"] = grow(r["count"])
+    elif kind in ("linear", "conv", "matmul"):
+        r["m"] = grow(r["m"])
+    for f in ("elements", "outputs"):
+        if r.get(f):
+            r[f] = grow(r[f])
+    return r
+
+
+def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_device=None, loss=None):
+    """The layers of one forward pass of `module` on `sample_input` (model.hpp `layer`, in forward
+    order, as JSON objects), scaled from the sample's batch to `batch_per_device`; with `loss`
+    "cross_entropy", a loss layer over the output's elements (the logits) after them. Returns
+    (layers, generic): `generic` counts the ops priced as a plain elementwise op (no rule of their own)."""
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, got '{precision}'")
+    if loss not in (None, "none", "cross_entropy"):
+        raise ValueError(f"loss must be 'cross_entropy' or none, got '{loss}'")
+    args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
+    sample_batch = int(_first_tensor(args).shape[0])
+    s = float(batch_per_device) / sample_batch if batch_per_device else 1.0
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    trace = _LayerTrace(params, precision in ("bf16", "fp16"))
+    handles = _module_names(module, trace)
+    saved_state = _saved_state(module)
+    try:
+        with torch.enable_grad(), trace:
+            output = module(*args)
+    finally:
+        for h in handles:
+            h.remove()
+        module.load_state_dict(saved_state)
+    layers = [_scaled(l, s) for l in trace.layers]
+    if loss == "cross_entropy":
+        y = _first_tensor(output)
+        if y is None:
+            raise ValueError("loss cross_entropy: the module's output has no tensor (the logits)")
+        layers.append({"name": "loss", "kind": "loss", "tensor": trace.current,
+                       "elements": max(1, int(round(y.numel() * s)))})
+    return layers, trace.generic
+
+
 def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, device=None):
     """Measure forward, backward and each parameter's gradient-ready time (seconds; medians).
 
@@ -200,7 +543,7 @@ def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, d
     args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
     args = tuple(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)
     home = next(module.parameters()).device
-    saved_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    saved_state = _saved_state(module)
     saved_grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in params}
     flags = None
     if cuda and precision in ("fp32", "tf32"):
@@ -266,22 +609,33 @@ def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, d
             "device": f"{name}, PyTorch {torch.__version__}, {precision}", "precision": precision}
 
 
-def export(module, path, name, batch_per_device=None, sample_input=None, source=None, measured=None):
+def export(module, path, name, batch_per_device=None, sample_input=None, source=None, measured=None,
+           precision=None, layers=True, loss=None):
     """Write `module`'s trainable parameters to `path` as an autosync model JSON.
 
     batch_per_device: the per-device batch the model trains with (default: the sample's dim 0,
         or 1 without a sample).
     sample_input: a tensor (or tuple of tensors) to run forward hooks on; enables FLOPs,
-        sparse densities and ready_order.
+        sparse densities, ready_order and the layers.
     measured: what profile() returned: writes the measured forward/backward, every tensor's
         ready_time and the precision.
+    precision: the training precision (default: the profile's, else pytorch-fp32); written as
+        "precision", and under bf16 / fp16 the layers say where autocast's fp32 results feed an op.
+    layers: with a sample, write the forward pass's layers (trace_layers), which the compute model
+        prices on any device; loss: "cross_entropy" adds a loss layer over the output (the logits).
     Returns the dictionary that was written.
     """
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
     if not params:
         raise ValueError("the module has no trainable parameters")
+    if precision is None:
+        precision = measured["precision"] if measured is not None else "pytorch-fp32"
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, got '{precision}'")
+    if measured is not None and measured["precision"] != precision:
+        raise ValueError(f"precision {precision} differs from the profile's ({measured['precision']})")
 
-    backward, touched, forward, order = {}, {}, 0.0, None
+    backward, touched, forward, order, traced = {}, {}, 0.0, None, None
     scale = 1.0
     if sample_input is not None:
         args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
@@ -289,7 +643,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         if batch_per_device is None:
             batch_per_device = sample_batch
         scale = float(batch_per_device) / float(sample_batch)
-        saved_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        saved_state = _saved_state(module)
         saved_grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in params}
         for _, p in params:
             p.grad = None
@@ -306,6 +660,8 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         backward = {k: v * scale for k, v in meter.backward.items()}
         touched = meter.touched
         forward = meter.forward * scale
+        if layers:
+            traced, generic = trace_layers(module, sample_input, precision, batch_per_device, loss)
     if batch_per_device is None:
         batch_per_device = 1
 
@@ -344,15 +700,23 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         "source": source,
         "tensors": tensors,
     }
+    if precision != "pytorch-fp32" or measured is not None:
+        doc["precision"] = precision
+    if traced is not None:
+        doc["layers"] = traced
+        if generic:
+            doc["source"] += "; priced as plain elementwise ops: " + ", ".join(f"{k} x{v}" for k, v in sorted(generic.items()))
     if measured is not None:
-        doc["precision"] = measured["precision"]
         doc["measured_forward"] = float(measured["forward"])
         doc["measured_backward"] = float(measured["backward"])
         doc["measured_on"] = measured["device"]
-    head = {k: v for k, v in doc.items() if k != "tensors"}
-    with open(path, "w", encoding="utf-8") as f:   # one tensor per line
+    head = {k: v for k, v in doc.items() if k not in ("tensors", "layers")}
+    with open(path, "w", encoding="utf-8") as f:   # one tensor (layer) per line
         f.write(json.dumps(head)[:-1] + ', "tensors": [\n')
         f.write(",\n".join("  " + json.dumps(t) for t in tensors))
+        if traced is not None:
+            f.write('\n], "layers": [\n')
+            f.write(",\n".join("  " + json.dumps(t) for t in traced))
         f.write("\n]}\n")
     return doc
 
@@ -388,7 +752,11 @@ def main(argv=None):
     ap.add_argument("--no-sample", action="store_true", help="write shapes only, no FLOPs")
     ap.add_argument("--profile", action="store_true",
                     help="measure forward, backward and each gradient's ready time at --batch on this machine's device")
-    ap.add_argument("--precision", default="pytorch-fp32", choices=_PRECISIONS, help="precision of the profile")
+    ap.add_argument("--precision", default="pytorch-fp32", choices=_PRECISIONS,
+                    help="the training precision: of the layers and of the profile (default pytorch-fp32)")
+    ap.add_argument("--loss", default="cross_entropy", choices=["cross_entropy", "none"],
+                    help="the loss after the model's output, a layer of its own (default cross_entropy)")
+    ap.add_argument("--no-layers", action="store_true", help="write no layers (FLOPs and the profile only)")
     ap.add_argument("--iters", type=int, default=5, help="timed steps of the profile (default 5)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps before them (default 2)")
     ap.add_argument("--device", default=None, help="device of the profile (default: cuda when available, else cpu)")
@@ -412,11 +780,12 @@ def main(argv=None):
     out = a.out or f"{a.model}.json"
     measured = profile(module, sample, a.precision, a.iters, a.warmup, a.device) if a.profile else None
     doc = export(module, out, a.model, batch_per_device=a.batch, sample_input=None if a.no_sample else sample,
-                 measured=measured)
+                 measured=measured, precision=a.precision, layers=not a.no_layers, loss=a.loss)
     total = sum(t["backward_flops"] for t in doc["tensors"])
     print(f"{out}: {len(doc['tensors'])} tensors, "
           f"{sum(math.prod(t['shape']) for t in doc['tensors'])} parameters, "
-          f"forward {doc['forward_flops']:.4g} FLOPs, backward {total:.4g} FLOPs per device per step")
+          f"forward {doc['forward_flops']:.4g} FLOPs, backward {total:.4g} FLOPs per device per step"
+          + (f", {len(doc['layers'])} layers ({a.precision})" if "layers" in doc else ""))
     if measured is not None:
         print(f"  measured on {measured['device']}: forward {measured['forward'] * 1e3:.3f} ms, "
               f"backward {measured['backward'] * 1e3:.3f} ms (medians of {a.iters})")

@@ -123,7 +123,8 @@ inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precisio
 //
 //   kind        m, n, k, count                         elements (outputs)
 //   linear      rows, out features, in features         -            GEMM; bias: + row reduction in backward
-//   conv        batch*Hout*Wout, Cout, Cin/groups*kh*kw  input elements (implicit GEMM, cuDNN)
+//   conv        batch*Hout*Wout, Cout, Cin/groups*kh*kw  input elements (implicit GEMM, cuDNN; `groups`:
+//                                                        groups = Cout = Cin is depthwise)
 //   matmul      m, n, k of each of `count` products      -            weightless batched matmul (attention)
 //   attention   queries, keys, head dim; count = batch x heads   -     fused attention (SDPA: FlashAttention
 //                                                                      or memory-efficient; `causal`: masked
@@ -199,6 +200,8 @@ struct layer {
   std::int64_t m = 0, n = 0, k = 0;  // matrix kinds; embedding: m = table rows, n = width
   std::int64_t count = 1;            // matmul: products in the batch; elementwise kinds: kernels the op
                                      // runs as (a composite such as GPT-2's gelu_new is 8)
+  std::int64_t groups = 1;           // conv: its groups (torch.nn.Conv2d); groups = n (= the input
+                                     // channels) is a depthwise convolution
   std::int64_t elements = 0;         // memory-bound kinds (see layer_kind); conv: input elements
   std::int64_t outputs = 0;          // pooling: output elements
   bool bias = false;                 // linear / conv: a bias is added (its gradient is a reduction)
@@ -352,6 +355,10 @@ struct model_spec {
           throw error(f + "." + field, "must be in [" + std::to_string(least) + ", 2^52], got " + std::to_string(v));
       };
       dim(l.count, "count", 1);
+      dim(l.groups, "groups", 1);
+      if (l.groups > 1 && l.kind != layer_kind::conv) throw error(f + ".groups", "only a conv has groups");
+      if (l.groups > 1 && l.n % l.groups != 0)
+        throw error(f + ".groups", "must divide the output channels (n = " + std::to_string(l.n) + "), got " + std::to_string(l.groups));
       if (matrix_kind(l.kind)) {
         dim(l.m, "m", 1);
         dim(l.n, "n", 1);

@@ -8,6 +8,8 @@ Each zoo model (include/autosync/zoo/models.hpp) is built as the PyTorch module 
 zoo's default per-device batch, with random weights, in training mode:
 
     resnet50/101/152, vgg16   torchvision.models.<name>(), 224 x 224 images, cross-entropy loss
+    tv:<name>                 any other torchvision classifier alike (models outside the zoo, for
+                              the exporter's layers: tests/bench/export_heldout.py)
     bert-base, bert-large     transformers.BertModel (eager attention, pooler), batch 8 x 512; the
                               loss is the mean of the last hidden state plus the pooler's output
                               (the zoo's BERT has no head: a user's head comes after the pooler)
@@ -119,8 +121,11 @@ SHAPE = {"batch": 0, "seq": 0}  # --batch, --seq (0: the zoo's default)
 
 def build(name, device):
     """The module, a function making one step's inputs, and the loss of an output, at the zoo's batch."""
-    if name.startswith("resnet") or name == "vgg16":
+    if name.startswith("resnet") or name == "vgg16" or name.startswith("tv:"):
         import torchvision
+        name = name[3:] if name.startswith("tv:") else name
+        if not hasattr(torchvision.models, name):
+            raise SystemExit(f"--models: torchvision has no model '{name}'")
         with torch.device(device):
             module = getattr(torchvision.models, name)()
         batch = SHAPE["batch"] or 32
@@ -569,7 +574,9 @@ def measure(name, precision, warmup, iters, device):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default=",".join(ZOO), help="comma-separated zoo names (default: all but ncf)")
+    ap.add_argument("--models", default=",".join(ZOO),
+                    help="comma-separated zoo names (default: all but ncf), or tv:<name> for any torchvision classifier "
+                         "(224 x 224 images, cross-entropy loss; tests/bench/export_heldout.py exports them)")
     ap.add_argument("--precisions", default="pytorch-fp32,bf16", help="comma-separated (default pytorch-fp32,bf16)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps (default 3)")
     ap.add_argument("--iters", type=int, default=7, help="timed steps; the median is printed (default 7)")

@@ -147,6 +147,58 @@ TEST_CASE("compute: memory-bound layers move the bytes the table at the top of c
         doctest::Approx(7 * K + (2.0 * 8000 * 4 + 8.0 * 4 * 1000) / 1e12 + 50.0 * 8 * 4 / 1e12));
 }
 
+TEST_CASE("compute: a depthwise convolution runs on PyTorch's own kernels, by the SM, whatever the precision") {
+  const auto d = round_device();  // 10 SMs, 1 us a kernel, 1 TB/s
+  const double K = 1e-6;
+  // 3 x 3 depthwise over 64 channels, batch 8 at 56 x 56, stride 1: m = 8 x 56 x 56 output positions
+  layer dw;
+  dw.kind = layer_kind::conv;
+  dw.m = 8 * 56 * 56;
+  dw.n = 64;
+  dw.k = 9;
+  dw.groups = 64;
+  dw.elements = 8 * 64 * 56 * 56;
+  const double out = 25088.0 * 64, x = 8.0 * 64 * 56 * 56, w = 64.0 * 9;
+  // forward: per output element 0.81 ns + 9 taps x 0.051 ns of SM time, over 10 SMs (far above the bytes)
+  const double fwd = out * (cost::depthwise_forward_output + 9 * cost::depthwise_forward_tap) / 10;
+  CHECK(fwd > (x + out + w) * 4 / 1e12);
+  // input gradient: 2.3 ns per input element; weight gradient: 64 x 9 = 576 blocks, 8 an SM: 8 waves
+  // of ceil(25088 / 256) = 98 steps of 0.39 us
+  const double dgrad = x * cost::depthwise_dgrad_input / 10, wgrad = 8 * 98 * cost::depthwise_wgrad_step;
+  for (auto p : {precision::pytorch_fp32, precision::fp32, precision::bf16}) {
+    INFO(name_of(p));
+    const auto t = cost::time_of(dw, p, d);
+    const double casts = autocast(p) ? 2 * (K + w * 6 / 1e12) : 0.0;  // the weight cast and its gradient's
+    CHECK(t.forward + t.backward == doctest::Approx(K + fwd + K + dgrad + K + wgrad + casts));
+    CHECK(t.forward == doctest::Approx(K + fwd + casts / 2));
+  }
+  // 1,200 channels of 5 x 5: 30,000 blocks, 375 waves of 80
+  layer wide = dw;
+  wide.n = wide.groups = 1200;
+  wide.k = 25;
+  wide.m = 8 * 7 * 7;
+  wide.elements = 8 * 1200 * 7 * 7;
+  wide.input_grad = false;
+  const auto tw = cost::time_of(wide, precision::pytorch_fp32, d);
+  CHECK(tw.backward == doctest::Approx(K + 375 * 2 * cost::depthwise_wgrad_step));
+  // channels_last runs cuDNN (the implicit GEMM); a grouped convolution of several channels per group
+  // does too, and so does a device without an SM count
+  layer nhwc = dw;
+  nhwc.channels_last = true;
+  layer grouped = dw;
+  grouped.groups = 16;
+  grouped.k = 36;
+  auto nosm = d;
+  nosm.multiprocessors = 0;
+  CHECK(cost::depthwise_native(dw, d));
+  CHECK_FALSE(cost::depthwise_native(nhwc, d));
+  CHECK_FALSE(cost::depthwise_native(grouped, d));
+  CHECK_FALSE(cost::depthwise_native(dw, nosm));
+  layer plain = nhwc;
+  plain.groups = 1;
+  CHECK(cost::time_of(nhwc, precision::pytorch_fp32, d).backward == cost::time_of(plain, precision::pytorch_fp32, d).backward);
+}
+
 TEST_CASE("compute: fused attention — 128-query blocks in waves, 2.5x in backward, causal halves") {
   const auto d = round_device();
   layer a;

@@ -27,7 +27,8 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.name == y.name);
     CHECK(x.kind == y.kind);
     CHECK(x.tensor == y.tensor);
-    CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.elements == y.elements && x.outputs == y.outputs));
+    CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.groups == y.groups && x.elements == y.elements &&
+           x.outputs == y.outputs));
     CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.channels_last == y.channels_last &&
            x.upcast == y.upcast && x.fp32_input == y.fp32_input));
   }
@@ -94,6 +95,12 @@ TEST_CASE("json: bad compute fields name their field") {
   CHECK(error_text(head + R"("layers": [{"kind": "linear", "tensor": 0, "m": 4, "n": 4}]})") ==
         "<model>:1: 'layers[0].k': must be in [1, 2^52], got 0");
   CHECK(error_text(head + R"("layers": [{"kind": "relu"}]})").find("<model>:1: 'layers[0].kind'") == 0);
+  CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": 3, "groups": 2}]})") ==
+        "<model>:1: 'layers[0].groups': only a conv has groups");
+  CHECK(error_text(head + R"("layers": [{"kind": "conv", "m": 4, "n": 6, "k": 9, "groups": 4}]})") ==
+        "<model>:1: 'layers[0].groups': must divide the output channels (n = 6), got 4");
+  CHECK(error_text(head + R"("layers": [{"kind": "conv", "m": 4, "n": 6, "k": 9, "groups": 0}]})") ==
+        "<model>:1: 'layers[0].groups': must be in [1, 2^52], got 0");
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": -3}]})").find("<model>:1: 'layers[0].elements'") == 0);
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": 3, "speed": 1}]})").find("<model>:1: 'layers[0]") == 0);
   CHECK(error_text(R"({"tensors": [{"name": "w", "shape": [4], "ready_time": 0.5}]})") ==

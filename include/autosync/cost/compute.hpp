@@ -91,7 +91,9 @@
 //                A 1 x 1 convolution of stride 1 (input elements = m x k; a kernel equal to its
 //                stride reads alike) is a plain GEMM over the NCHW tensors, which cuDNN runs on GEMM
 //                kernels: no transposes. Any other convolution's wgrad on a TF32 unit runs at
-//                1 / tf32_wgrad_slowdown of its rate
+//                1 / tf32_wgrad_slowdown of its rate. A depthwise convolution (layer::groups = n)
+//                on an NCHW tensor runs on PyTorch's own kernels instead, priced by the SM
+//                (depthwise_forward_output below)
 //   matmul       1 batched GEMM                      2 batched GEMMs (dA, dB)
 //   attention    fused (SDPA): 2 products per 128-query block, the keys streamed; backward 5
 //                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
@@ -207,6 +209,30 @@ inline constexpr double tf32_wgrad_slowdown = 1.40;
 // (max_pool_*_nhwc, shared-memory tiles over channels), not measured: bandwidth only.
 inline constexpr double max_pool_forward_sm_seconds = 0.39e-9;
 inline constexpr double max_pool_backward_sm_seconds = 1.29e-9;
+
+// A depthwise convolution (layer::groups = n: one input and one output channel per group) on an
+// NCHW tensor runs on PyTorch's own kernels (aten/src/ATen/native/cuda/DepthwiseConv2d.cu; cuDNN
+// only for channels_last inputs), at any precision:
+//   forward      one thread per output element, its kh x kw taps: `depthwise_forward_output` +
+//                taps x `depthwise_forward_tap` SM-seconds per output element;
+//   input grad   one thread per input element, the taps that cover it: `depthwise_dgrad_input`
+//                SM-seconds per input element (the kernel size hardly matters: 3 x 3 and 5 x 5 alike);
+//   weight grad  a block of 256 threads (8 warps) per weight element (channel, kh, kw), each warp
+//                reducing its images' products over the output's positions 32 at a time, up to 8
+//                blocks an SM: ceil(blocks / (8 SMs)) waves of about ceil(batch x Hout x Wout / 256)
+//                steps, `depthwise_wgrad_step` seconds each (the latency of the step's loads, as in
+//                batch norm's reductions above).
+// Each kernel moves at least its bytes at the memory rate. Measured by compute_measure.py --by-op
+// on one H200 (PyTorch 2.11, batch 32): EfficientNet-B0's 16 and MobileNetV3-Large's 15 depthwise
+// layers, 3 x 3 and 5 x 5, stride 1 and 2, fp32 and bf16 taking the same time
+// (tests/data/compute/h200-exported-by-op.jsonl). The forward figures are EfficientNet-B0's (per
+// output element 1.27 ns at 9 taps, 2.08 ns at 25); its kernels' per-element input-gradient times
+// are 2.1-2.8 ns and MobileNetV3's 2.1-2.8 ns; the weight gradient's step 0.42 and 0.36 us (the
+// geometric mean taken). MobileNetV2 and ShuffleNetV2, measured alike, are their check.
+inline constexpr double depthwise_forward_output = 0.81e-9;
+inline constexpr double depthwise_forward_tap = 0.051e-9;
+inline constexpr double depthwise_dgrad_input = 2.3e-9;
+inline constexpr double depthwise_wgrad_step = 0.39e-6;
 
 // Time of kernels of a device: the roofline and the floor.
 struct roofline {
@@ -405,6 +431,43 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   return t;
 }
 
+// Whether a conv layer runs on PyTorch's depthwise kernels (see depthwise_forward_output): one
+// channel per group, NCHW, on a device with SMs (the figures are per SM).
+[[nodiscard]] constexpr bool depthwise_native(const layer& l, const device_compute& d) noexcept {
+  return l.kind == layer_kind::conv && l.groups > 1 && l.groups == l.n && !l.channels_last && d.multiprocessors > 0;
+}
+
+// A depthwise convolution on PyTorch's kernels (depthwise_native): forward, input and weight
+// gradients, the bias as any convolution's, and under autocast the weight's casts.
+[[nodiscard]] constexpr layer_time depthwise_time(const layer& l, precision p, const device_compute& d) noexcept {
+  const roofline r{&d};
+  const bool mixed = autocast(p);
+  const double in = mixed ? 2.0 : 4.0;
+  const double taps = static_cast<double>(l.k);  // kh x kw: one input channel per group
+  const double out = static_cast<double>(l.m) * static_cast<double>(l.n), x = static_cast<double>(l.elements);
+  const double weights = static_cast<double>(l.n) * taps;
+  layer_time t;
+  t.forward = r.memory_or_sms((x + out + weights) * in, out * (depthwise_forward_output + taps * depthwise_forward_tap));
+  if (l.input_grad) t.backward += r.memory_or_sms((out + weights + x) * in, x * depthwise_dgrad_input);
+  const std::int64_t blocks = l.n * l.k, resident = 8 * std::int64_t{d.multiprocessors};
+  const double waves = static_cast<double>(roofline::ceil_div(blocks, resident));
+  const double steps = static_cast<double>(roofline::ceil_div(l.m, 256));
+  t.backward += d.kernel_floor + std::max(waves * steps * depthwise_wgrad_step, (out + x) * in / r.memory_rate());
+  if (l.bias) {
+    t.forward += r.memory(2.0 * out * in);  // y += b, a kernel of its own
+    t.backward += r.memory(out * in);       // the bias gradient: a reduction of dY
+  }
+  if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
+    t.forward += r.memory(weights * 6.0);
+    t.backward += r.memory(weights * 6.0);
+  }
+  if (mixed && l.fp32_input) {
+    t.forward += r.memory(x * 6.0);
+    if (l.input_grad) t.backward += r.memory(x * 6.0);
+  }
+  return t;
+}
+
 [[nodiscard]] constexpr layer_time time_of(const layer& l, precision p, const device_compute& d, bool sparse_gradient = false) {
   const roofline r{&d};
   const double b = activation_bytes(p, l.kind);
@@ -414,6 +477,10 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   switch (l.kind) {
     case layer_kind::linear:
     case layer_kind::conv: {
+      if (l.kind == layer_kind::conv && depthwise_native(l, d)) {
+        t = depthwise_time(l, p, d);
+        break;
+      }
       const math_unit u = unit_of(p, l.kind);
       const double in = mixed ? 2.0 : 4.0;
       const double weights = static_cast<double>(l.n) * static_cast<double>(l.k);

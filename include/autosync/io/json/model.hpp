@@ -8,7 +8,7 @@
 //                 "backward_flops": 1.2e9, "ready_order": 3, "ready_time": 0.0042}, ...],
 //              "precision": "pytorch-fp32" | "fp32" | "tf32" | "bf16" | "fp16",
 //              "layers": [{"name": "conv1", "kind": "conv", "tensor": 0, "m": 401408, "n": 64,
-//                          "k": 147, "count": 1, "elements": 4816896, "outputs": 0, "bias": false,
+//                          "k": 147, "count": 1, "groups": 1, "elements": 4816896, "outputs": 0, "bias": false,
 //                          "causal": false, "input_grad": false, "channels_last": false,
 //                          "upcast": false, "fp32_input": false}, ...],
 //              "measured_forward": 0.0064, "measured_backward": 0.0129, "measured_on": "H100"}
@@ -80,7 +80,7 @@ namespace detail::jio {
 // A layer of the compute model (model.hpp `layer`).
 [[nodiscard]] inline layer read_layer(const json& j, const std::string& f) {
   expect_object(j, f, "a layer");
-  check_keys(j, f, {"name", "kind", "tensor", "m", "n", "k", "count", "elements", "outputs", "bias", "causal", "input_grad",
+  check_keys(j, f, {"name", "kind", "tensor", "m", "n", "k", "count", "groups", "elements", "outputs", "bias", "causal", "input_grad",
                     "channels_last", "upcast", "fp32_input"});
   layer l;
   if (const json* v = find(j, "name")) l.name = read_string(*v, member(f, "name"));
@@ -95,7 +95,7 @@ namespace detail::jio {
   constexpr std::int64_t big = std::int64_t{1} << 52;
   if (const json* v = find(j, "tensor")) l.tensor = static_cast<std::int32_t>(read_int(*v, member(f, "tensor"), -1, std::numeric_limits<std::int32_t>::max()));
   for (auto [key, dst] : {std::pair<const char*, std::int64_t*>{"m", &l.m}, {"n", &l.n}, {"k", &l.k}, {"count", &l.count},
-                          {"elements", &l.elements}, {"outputs", &l.outputs}})
+                          {"groups", &l.groups}, {"elements", &l.elements}, {"outputs", &l.outputs}})
     if (const json* v = find(j, key)) *dst = read_int(*v, member(f, key), 0, big);
   for (auto [key, dst] : {std::pair<const char*, bool*>{"bias", &l.bias}, {"causal", &l.causal}, {"input_grad", &l.input_grad},
                           {"channels_last", &l.channels_last}, {"upcast", &l.upcast}, {"fp32_input", &l.fp32_input}})
@@ -166,7 +166,8 @@ namespace detail::jio {
       o["kind"] = std::string(name_of(l.kind));
       o["tensor"] = l.tensor;
       for (auto [key, v, d] : {std::tuple<const char*, std::int64_t, std::int64_t>{"m", l.m, ld.m}, {"n", l.n, ld.n}, {"k", l.k, ld.k},
-                               {"count", l.count, ld.count}, {"elements", l.elements, ld.elements}, {"outputs", l.outputs, ld.outputs}})
+                               {"count", l.count, ld.count}, {"groups", l.groups, ld.groups}, {"elements", l.elements, ld.elements},
+                               {"outputs", l.outputs, ld.outputs}})
         if (v != d) o[key] = v;
       for (auto [key, v, d] : {std::tuple<const char*, bool, bool>{"bias", l.bias, ld.bias}, {"causal", l.causal, ld.causal},
                                {"input_grad", l.input_grad, ld.input_grad}, {"channels_last", l.channels_last, ld.channels_last},

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""examples/export_pytorch_model.py's layers: what the trace writes, read back by `autosync`.
+
+    python3 tests/unit/export_layers.py <autosync> <work dir>
+
+The toy model's layers field by field (kinds, shapes, bias, the first conv's missing input
+gradient, the tensor each layer is attributed to, the loss over the logits); a sample of batch 2
+scaled to 32 writes what a sample of 32 does; depthwise and grouped convolutions carry their
+groups; under bf16 the ops fed by autocast's fp32 results are marked fp32_input and nothing is
+under pytorch-fp32; autosync loads the file and prices its layers (not FLOPs alone). With
+torchvision importable, torchvision's ResNet-50 and VGG16 exported this way cost what the zoo's
+hand-written descriptions of them cost, within 1 %. Exit 77 (skipped) without torch.
+"""
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    print("autosync-skip: python3-torch is not importable (cmake/setup-deps.sh --torch)")
+    sys.exit(77)
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+import export_pytorch_model as ex  # noqa: E402
+
+autosync, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+torch.manual_seed(0)
+
+
+def sample(n):
+    return torch.randn(n, 3, 32, 32), torch.randint(0, 1000, (n,))
+
+
+# --- the toy model, field by field (ToyNet's docstring draws it) ---------------------------------
+toy = ex.ToyNet()
+layers, generic = ex.trace_layers(toy, sample(2), batch_per_device=32, loss="cross_entropy")
+assert generic == {}, generic
+got = [(l["kind"], l["tensor"]) for l in layers]
+# tensors: 0 conv1.weight, 1-2 bn1, 3-4 conv2, 5 embed, 6-7 fc; a layer goes to the parameter
+# first used most recently (its own; for a weightless op, the one before it)
+assert got == [("conv", 0), ("batch_norm", 2), ("activation", 2), ("conv", 4), ("activation", 4), ("avg_pool", 4),
+               ("embedding", 5), ("copy", 5), ("linear", 7), ("loss", 7)], got
+N = 32
+conv1, bn1, relu1, conv2, relu2, pool, emb, cat, fc, loss = layers
+assert (conv1["m"], conv1["n"], conv1["k"], conv1["elements"]) == (N * 32 * 32, 16, 27, N * 3 * 32 * 32), conv1
+assert conv1["bias"] is False and conv1["input_grad"] is False  # the images need no gradient
+assert (bn1["m"], bn1["n"], bn1["elements"]) == (N, 16, N * 16 * 32 * 32), bn1
+assert relu1["elements"] == N * 16 * 32 * 32
+assert (conv2["m"], conv2["n"], conv2["k"], conv2["elements"], conv2["bias"], conv2["input_grad"]) == \
+    (N * 16 * 16, 32, 16 * 9, N * 16 * 32 * 32, True, True), conv2
+assert (pool["elements"], pool["outputs"]) == (N * 32 * 16 * 16, N * 32), pool
+assert (emb["m"], emb["n"], emb["elements"]) == (1000, 8, N * 8), emb
+assert cat["elements"] == N * 40
+assert (fc["m"], fc["n"], fc["k"], fc["bias"]) == (N, 10, 40, True), fc
+assert loss["elements"] == N * 10
+assert all("groups" not in l and "fp32_input" not in l for l in layers)
+
+# a sample of 2 scaled to 32 writes what a sample of 32 does
+direct, _ = ex.trace_layers(toy, sample(32), batch_per_device=32, loss="cross_entropy")
+assert direct == layers
+
+
+# --- depthwise and grouped convolutions -----------------------------------------------------------
+class Separable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False)
+        self.grouped = nn.Conv2d(32, 64, 3, padding=1, groups=4, bias=False)
+
+    def forward(self, x):
+        return self.grouped(self.dw(x))
+
+
+sep, _ = ex.trace_layers(Separable(), torch.randn(2, 32, 8, 8))
+assert [(l["kind"], l.get("groups"), l["n"], l["k"]) for l in sep] == [("conv", 32, 32, 9), ("conv", 4, 64, 72)], sep
+
+
+# --- autocast's fp32 results under bf16 -----------------------------------------------------------
+class PreNorm(nn.Module):
+    """x + fc2(gelu(fc1(norm(x)))): the linear after the norm and the residual add take fp32."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.fc1 = nn.Linear(16, 64)
+        self.fc2 = nn.Linear(64, 16)
+
+    def forward(self, x):
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm(x))))
+
+
+for precision in ("bf16", "pytorch-fp32"):
+    ls, _ = ex.trace_layers(PreNorm(), torch.randn(2, 8, 16), precision)
+    kinds = [l["kind"] for l in ls]
+    assert kinds == ["layer_norm", "linear", "activation", "linear", "add"], kinds
+    flags = [bool(l.get("fp32_input")) for l in ls]
+    # layer norm's output is fp32 (autocast's fp32 list): fc1 casts it; fc1's and fc2's outputs are
+    # 16-bit; the add meets the fp32 input x
+    want = [False, True, False, False, True] if precision == "bf16" else [False] * 5
+    assert flags == want, (precision, flags)
+    assert ls[1]["bias"] and ls[3]["bias"] and ls[1]["m"] == 16 and ls[1]["k"] == 16 and ls[1]["n"] == 64, ls[1]
+
+
+# --- autosync reads the file and prices its layers ----------------------------------------------------
+def compute_of(model, precision=None):
+    """forward + backward as autosync prices them (the iteration less the exposed communication)"""
+    cmd = [autosync, "optimize", "--model", model, "--cluster", "dgx-h100-x2", "--json", "--budget", "20"]
+    r = subprocess.run(cmd + (["--precision", precision] if precision else []), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    return res["predicted_iteration_s"] - res["predicted_exposed_s"]
+
+
+path, flops_only = os.path.join(work, "toy.json"), os.path.join(work, "toy_flops.json")
+ex.main(["--out", path, "--precision", "bf16"])
+ex.main(["--out", flops_only, "--precision", "bf16", "--no-layers"])
+doc = json.load(open(path))
+assert doc["precision"] == "bf16" and len(doc["layers"]) == 10 and "layers" not in json.load(open(flops_only))
+with_layers, without = compute_of(path), compute_of(flops_only)
+# ten layers of at least one 4 us kernel each way; the FLOPs alone take under a microsecond
+assert with_layers > 20 * 4e-6 > 50 * without, (with_layers, without)
+
+try:
+    import torchvision
+except ImportError:
+    torchvision = None
+if torchvision is not None:
+    for name in ("resnet50", "vgg16"):
+        for precision in ("pytorch-fp32", "bf16"):
+            out = os.path.join(work, f"{name}-{precision}.json")
+            ex.export(getattr(torchvision.models, name)(), out, name, batch_per_device=32,
+                      sample_input=torch.randn(2, 3, 224, 224), precision=precision, loss="cross_entropy")
+            exported, zoo = compute_of(out), compute_of(name, precision)
+            print(f"{name} {precision}: exported {exported * 1e3:.3f} ms, the zoo's {zoo * 1e3:.3f} ms")
+            assert abs(exported / zoo - 1.0) < 0.01, (name, precision, exported, zoo)
+else:
+    print("torchvision is not importable: the comparison with the zoo's ResNet-50 and VGG16 is skipped")
+print(f"ok: toy {len(layers)} layers, {with_layers * 1e3:.3f} ms with layers, {without * 1e6:.2f} us from FLOPs alone")
