@@ -195,6 +195,20 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
   j.nic = memo.nic;
 }
 
+// Step 4 for a lane-0 job j of group gi (g = ws.groups[gi]) of `wire` bytes: counted, its priority
+// noted, priced through the group's memo (fill_collective). Returns the memo, which holds the
+// job's bandwidth bound (memo.lb) for the caller to add.
+AUTOSYNC_ALWAYS_INLINE constexpr const workspace::collective_memo& lane0_job(const context& x, workspace& ws,
+                                                                            const workspace::group_info& g, std::uint32_t gi,
+                                                                            workspace::job& j, std::int64_t wire, tally& tl) {
+  ++tl.lane0_jobs;
+  tl.lane0_priority = tl.lane0_priority || g.priority;
+  const auto slot = memo_slot(static_cast<std::uint64_t>(wire), workspace::collective_memo_log2);
+  auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+  fill_collective(x.fab, g, j, wire, memo, ws.generation);
+  return memo;
+}
+
 // Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
 // order) and its jobs (step 4) go to ws.jobs.
 AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, tally& tl) {
@@ -217,12 +231,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
     tl.ps_priority = tl.ps_priority || g.priority;
     push_ps_transfers(ws);
   } else {
-    ++tl.lane0_jobs;
-    tl.lane0_priority = tl.lane0_priority || g.priority;
-    const auto slot = memo_slot(static_cast<std::uint64_t>(ob.wire), workspace::collective_memo_log2);
-    auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
-    fill_collective(x.fab, g, j, ob.wire, memo, ws.generation);
-    tl.lane0_lb += memo.lb;
+    tl.lane0_lb += lane0_job(x, ws, g, gi, j, ob.wire, tl).lb;
     tl.lane0_nic += j.nic;
   }
   ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
@@ -308,12 +317,7 @@ constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws
         ws.pending[static_cast<std::size_t>(it.server)].push_back(n - 1);
         ++tl.ps_jobs;
       } else {
-        ++tl.lane0_jobs;
-        tl.lane0_priority = tl.lane0_priority || g.priority;
-        const auto slot = memo_slot(static_cast<std::uint64_t>(it.wire_bytes), workspace::collective_memo_log2);
-        auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
-        fill_collective(x.fab, g, j, it.wire_bytes, memo, ws.generation);
-        ws.held_lb[gi] = memo.lb;  // added by settle()
+        ws.held_lb[gi] = lane0_job(x, ws, g, gi, j, it.wire_bytes, tl).lb;  // added by settle()
       }
     }
   }
