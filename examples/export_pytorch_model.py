@@ -212,7 +212,10 @@ _PRECISIONS = ("pytorch-fp32", "fp32", "tf32", "bf16", "fp16")
 # its first use.
 
 _VIEWLIKE = {"lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "item", "detach", "alias", "sym_size", "sym_stride",
-             "is_nonzero", "_assert_async", "_has_same_storage_numel", "_unsafe_view", "_reshape_alias"}
+             "is_nonzero", "_assert_async", "_has_same_storage_numel", "_unsafe_view", "_reshape_alias",
+             # views without alias annotations (an LSTM/GRU cell's gates) and in-place metadata changes
+             "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "t", "transpose", "squeeze", "unsqueeze",
+             "as_strided", "swapdims", "swapaxes", "resize", "resize_as", "set"}
 _CREATION = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
              "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "arange", "scalar_tensor", "rand", "rand_like",
              "randn", "randn_like", "randint", "randint_like", "normal", "uniform", "fill", "zero", "linspace", "eye"}
@@ -243,10 +246,23 @@ def _saved_state(module):
     saved = collections.OrderedDict((k, v.detach().clone()) for k, v in state.items())
     if hasattr(state, "_metadata"):
         saved._metadata = state._metadata
+    # every buffer, the non-persistent ones too (state_dict() leaves them out), as it is now
+    saved._buffers_now = [(m, k, b, b.detach().clone()) for m in module.modules() for k, b in m._buffers.items()
+                          if b is not None]
     return saved
 
 
+def _restore_state(module, saved):
+    module.load_state_dict(saved)
+    with torch.no_grad():
+        for m, k, b, v in saved._buffers_now:
+            m._buffers[k] = b
+            b.copy_(v)
+
+
 def _storage_key(t):
+    if t.layout != torch.strided:  # sparse (torch.sparse.mm's adjacency), mkldnn: no storage of their own
+        return ("tensor", id(t))
     try:
         return t.untyped_storage().data_ptr()
     except AttributeError:  # PyTorch 1.x
@@ -322,11 +338,16 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         ret = schema.returns[0] if schema.returns else None
         if ret is not None and ret.alias_info is not None and not ret.alias_info.is_write:
             return  # a view: its storage (and autocast's dtype) is its input's
+        if ret is not None and ret.alias_info is None:  # a fresh result: no dropout mask, even where it
+            for o in outs:                               # reuses the storage of a freed one
+                self.noise.discard(_storage_key(o))
         if not outs or base in _VIEWLIKE:
             return
         y = outs[0]
         # autocast's dtype of the result (followed whatever the precision: cheap)
-        if base in _LOW_LIST:
+        if ret is not None and ret.alias_info is not None and ins:  # in place (h.mul_(gamma), x += y):
+            low = self._low(ins[0])                                 # the tensor keeps its dtype
+        elif base in _LOW_LIST:
             low = True
         elif base in _FP32_LIST or base == "embedding":
             low = False
@@ -376,7 +397,9 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             k = int(w.shape[0] // groups if transposed else w.shape[1]) * math.prod(int(d) for d in w.shape[2:])
             cl = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
             extra = {"groups": groups} if groups > 1 and not transposed else {}
-            self._add("conv", op, params, [x], m=int(y.numel() // n), n=n, k=int(k), elements=int(x.numel()),
+            # a transposed convolution is the input gradient of a convolution: one GEMM row per input position
+            m = int(x.numel() // x.shape[1]) if transposed else int(y.numel() // n)
+            self._add("conv", op, params, [x], m=m, n=n, k=int(k), elements=int(x.numel()),
                       bias=b is not None, input_grad=bool(x.requires_grad), channels_last=bool(cl), **extra)
             return
         if base in ("addmm", "mm", "addmv", "mv", "linear"):
@@ -394,8 +417,12 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             if base == "linear" or wi:
                 w = mats[1] if base == "linear" else mats[wi[-1]]
                 x = mats[0] if base == "linear" or wi[-1] == 1 else mats[1]
-                out_f = int(w.shape[0]) if base == "linear" or w.dim() < 2 else int(y.shape[-1])
-                in_f = int(x.shape[-1]) if x.dim() else 1
+                if base == "linear" or (wi[-1] == 0 and w.dim() == 2):  # W x: W is out x in
+                    out_f, in_f = int(w.shape[0]), int(w.shape[-1])
+                elif w.dim() < 2:  # X v: a parameter vector scores each row (one output)
+                    out_f, in_f = 1, int(w.shape[0])
+                else:  # X W: W is in x out
+                    out_f, in_f = int(w.shape[-1]), int(w.shape[0])
                 rows = int(y.numel() // max(out_f, 1))
                 layer = self._add("linear", op, params, [x], m=rows, n=out_f, k=in_f,
                                   bias=b is not None and self._param(b) is not None, input_grad=bool(x.requires_grad))
@@ -422,11 +449,18 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             self._add("batch_norm", op, params, [x], m=int(x.shape[0]), n=c, elements=int(x.numel()))
             return
         if base in ("native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "_fused_rms_norm", "rms_norm"):
-            self._add("layer_norm", op, params, [ins[0]], elements=int(ins[0].numel()))
+            x = ins[0]
+            shape = {}
+            if base in ("native_layer_norm", "layer_norm"):  # its rows and width (PyTorch's kernels: a block a row)
+                width = math.prod(int(d) for d in named["normalized_shape"])
+                if width > 0 and x.numel() % width == 0:
+                    shape = {"m": int(x.numel() // width), "n": int(width)}
+            self._add("layer_norm", op, params, [x], elements=int(x.numel()), **shape)
             return
         if base in ("embedding", "embedding_bag", "_embedding_bag"):
             w = named.get("weight", args[0])
-            self._add("embedding", op, params, [], m=int(w.shape[0]), n=int(w.shape[1]), elements=int(y.numel()))
+            lookups = int(named["indices"].numel()) if "bag" in base else int(y.numel() // w.shape[1])
+            self._add("embedding", op, params, [], m=int(w.shape[0]), n=int(w.shape[1]), elements=lookups * int(w.shape[1]))
             return
         if base in ("_softmax", "softmax", "_log_softmax", "log_softmax"):
             self._add("softmax", op, params, [ins[0]], elements=int(y.numel()))
@@ -437,10 +471,13 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         if base in _MAX_POOLS or base in _AVG_POOLS or (base in ("mean", "amax", "sum") and ins[0].dim() >= 3
                                                         and y.numel() < ins[0].numel()):
             kind = "max_pool" if base in _MAX_POOLS or base == "amax" else "avg_pool"
-            self._add(kind, op, params, [ins[0]], elements=int(ins[0].numel()), outputs=int(y.numel()))
+            x = ins[0]
+            cl = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+            extra = {"channels_last": True} if kind == "max_pool" and cl else {}
+            self._add(kind, op, params, [x], elements=int(x.numel()), outputs=int(y.numel()), **extra)
             return
         floats = [t for t in ins if t.is_floating_point()]
-        elements = int(max([y.numel()] + [t.numel() for t in floats]))
+        elements = int(max([y.numel()] + [t._nnz() if t.is_sparse else t.numel() for t in floats]))
         if base in _ACTIVATIONS:
             self._add("activation", op, params, floats, elements=elements, input_grad=grad)
         elif base == "add" and len(floats) == 2 and floats[0].shape == floats[1].shape and not params:
@@ -476,7 +513,7 @@ def _scaled(layer, s):
     r = dict(layer)
     grow = lambda v: max(1, int(round(v * s)))
     kind = r["kind"]
-    if kind == "batch_norm":
+    if kind in ("batch_norm", "layer_norm") and r.get("m"):  # elements stay m x the rest
         per = r["elements"] // r["m"]
         r["m"] = grow(r["m"])
         r["elements"] = r["m"] * per
@@ -513,8 +550,20 @@ def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_devic
     finally:
         for h in handles:
             h.remove()
-        module.load_state_dict(saved_state)
+        _restore_state(module, saved_state)
     layers = [_scaled(l, s) for l in trace.layers]
+    if s != 1.0:
+        # a second trace with one more sample (the first repeated): a field that grows by one sample's
+        # worth is batch-proportional, one that stays (a Swin window mask or relative position table, an
+        # instance norm's batch of 1) is not; a pass that takes another path keeps the proportional scaling
+        more = tuple(torch.cat([a, a[:1]]) if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] == sample_batch
+                     else a for a in args)
+        big, _ = trace_layers(module, more, precision, None, None)
+        if len(big) == len(trace.layers) and all(a["name"] == b["name"] and a.keys() == b.keys()
+                                                for a, b in zip(big, trace.layers)):
+            grow = lambda v, w: max(1, int(round(v + (w - v) * (batch_per_device - sample_batch))))
+            layers = [{k: (grow(v, l2[k]) if isinstance(v, int) and not isinstance(v, bool) and k != "tensor" and v != l2[k]
+                           else v) for k, v in l.items()} for l, l2 in zip(trace.layers, big)]
     if loss == "cross_entropy":
         y = _first_tensor(output)
         if y is None:
@@ -597,7 +646,7 @@ def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, d
                 ready[n].append(between(t1, marks[n]))
     finally:
         module.to(home)
-        module.load_state_dict(saved_state)
+        _restore_state(module, saved_state)
         for n, p in params:
             p.grad = saved_grads[n]
         if flags is not None:
@@ -654,7 +703,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
             order = _ready_order(module, output, params)
         finally:
             meter.close()
-            module.load_state_dict(saved_state)
+            _restore_state(module, saved_state)
             for n, p in params:
                 p.grad = saved_grads[n]
         backward = {k: v * scale for k, v in meter.backward.items()}

@@ -133,7 +133,8 @@ inline constexpr precision all_precisions[] = {precision::pytorch_fp32, precisio
 //                                                        per channel over N x H x W; with N and C the
 //                                                        kernels' launch shapes are modelled, without
 //                                                        them the bytes alone)
-//   layer_norm  -                                        activation elements (statistics per row)
+//   layer_norm  rows M, width N (optional, both)         activation elements M x N (statistics per row;
+//                                                        with M and N the kernels' rows are modelled)
 //   activation  -                                        elements     ReLU, GELU, tanh ...
 //   add         -                                        elements     residual add (backward: the
 //                                                                     gradient accumulation at the fork)
@@ -373,6 +374,13 @@ struct model_spec {
         dim(l.k, "k", 0);
         if (l.kind == layer_kind::embedding && (l.m < 1 || l.n < 1))
           throw error(f + (l.m < 1 ? ".m" : ".n"), "an embedding states its table rows (m) and width (n)");
+        if (l.kind == layer_kind::layer_norm && (l.m > 0 || l.n > 0)) {
+          if (l.m < 1 || l.n < 1)
+            throw error(f + (l.m < 1 ? ".m" : ".n"), "a layer_norm states both its rows (m) and width (n), or neither");
+          if (static_cast<double>(l.m) * static_cast<double>(l.n) != static_cast<double>(l.elements))
+            throw error(f + ".elements", "a layer_norm's elements must be its rows (m) x width (n), got " + std::to_string(l.elements) +
+                                             " for m " + std::to_string(l.m) + ", n " + std::to_string(l.n));
+        }
         if (l.kind == layer_kind::batch_norm && (l.m > 0 || l.n > 0)) {
           if (l.m < 1 || l.n < 1)
             throw error(f + (l.m < 1 ? ".m" : ".n"), "a batch_norm states both its batch (m) and channels (n), or neither");

@@ -109,6 +109,26 @@ TEST_CASE("compute: memory-bound layers move the bytes the table at the top of c
   // layer norm stays fp32 under autocast: r E w E | (r 2E w E) + (r 2E)
   CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).forward == doctest::Approx(K + 8e-6));
   CHECK(t(op(layer_kind::layer_norm, E), precision::bf16).backward == doctest::Approx(2 * K + 20e-6));
+  {  // with its rows and width, a layer norm's kernels are latency-bound per wave of 16 rows an SM
+    layer ln = op(layer_kind::layer_norm, 100'000 * 96);
+    ln.m = 100'000;
+    ln.n = 96;
+    const double waves = 625;  // 100,000 rows / (16 x 10 SMs)
+    const double fwd = waves * (cost::layer_norm_forward_wave + 96 * cost::layer_norm_forward_wave_element);
+    const double dx = waves * (cost::layer_norm_dgrad_wave + 96 * cost::layer_norm_dgrad_wave_element);
+    const double gamma = 100'000 * (cost::layer_norm_gamma_row + 96 * cost::layer_norm_gamma_element) / 10;
+    CHECK(fwd > 9.6e6 * 8 / 1e12);  // far above its bytes, the same in fp32 and bf16 (fp32 kernels)
+    for (auto p : {precision::pytorch_fp32, precision::bf16}) {
+      CHECK(t(ln, p).forward == doctest::Approx(K + fwd));
+      CHECK(t(ln, p).backward == doctest::Approx(K + dx + K + gamma));
+    }
+    auto wide = d;  // with many SMs the bytes decide again
+    wide.multiprocessors = 1'000'000;
+    CHECK(cost::time_of(ln, precision::pytorch_fp32, wide).forward == doctest::Approx(K + 9.6e6 * 8 / 1e12));
+    wide.multiprocessors = 0;  // no SM count: bytes alone, as without rows and width
+    CHECK(cost::time_of(ln, precision::pytorch_fp32, wide).backward ==
+          cost::time_of(op(layer_kind::layer_norm, 100'000 * 96), precision::pytorch_fp32, wide).backward);
+  }
   // softmax: r E w E | r 2E w E; autocast adds a cast up and a cast down each way (6 bytes each)
   CHECK(t(op(layer_kind::softmax, E), precision::pytorch_fp32).forward == doctest::Approx(K + 8e-6));
   CHECK(t(op(layer_kind::softmax, E), precision::bf16).forward == doctest::Approx(3 * K + 8e-6 + 12e-6));

@@ -99,6 +99,10 @@ TEST_CASE("json: bad compute fields name their field") {
         "<model>:1: 'layers[0].groups': only a conv has groups");
   CHECK(error_text(head + R"("layers": [{"kind": "conv", "m": 4, "n": 6, "k": 9, "groups": 4}]})") ==
         "<model>:1: 'layers[0].groups': must divide the output channels (n = 6), got 4");
+  CHECK(error_text(head + R"("layers": [{"kind": "layer_norm", "elements": 12, "m": 4}]})") ==
+        "<model>:1: 'layers[0].n': a layer_norm states both its rows (m) and width (n), or neither");
+  CHECK(error_text(head + R"("layers": [{"kind": "layer_norm", "elements": 12, "m": 4, "n": 4}]})") ==
+        "<model>:1: 'layers[0].elements': a layer_norm's elements must be its rows (m) x width (n), got 12 for m 4, n 4");
   CHECK(error_text(head + R"("layers": [{"kind": "conv", "m": 4, "n": 6, "k": 9, "groups": 0}]})") ==
         "<model>:1: 'layers[0].groups': must be in [1, 2^52], got 0");
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": -3}]})").find("<model>:1: 'layers[0].elements'") == 0);

@@ -66,6 +66,8 @@
 //                2: statistics r E; normalize r E,   2: reduce r 2E (dy, x); dx r 2E, w E
 //                   w E
 //   layer_norm   1: r E, w E                         2: dx r 2E, w E; dgamma/dbeta r 2E
+//                (with its rows and width, layer::m and n, on a device with SMs: also latency-bound
+//                per row, see layer_norm_forward_wave)
 //   max_pool     1: r In, w Out + 8 Out (indices)    2: zero dX (w In); r Out + 8 Out, w In
 //                NCHW (not channels_last): each kernel also takes at least In x max_pool_*_sm_seconds
 //                / SMs (bound by the SMs, not by DRAM: see max_pool_backward_sm_seconds)
@@ -209,6 +211,25 @@ inline constexpr double tf32_wgrad_slowdown = 1.40;
 // (max_pool_*_nhwc, shared-memory tiles over channels), not measured: bandwidth only.
 inline constexpr double max_pool_forward_sm_seconds = 0.39e-9;
 inline constexpr double max_pool_backward_sm_seconds = 1.29e-9;
+
+// A layer norm over M rows of N values (layer::m, layer::n) runs PyTorch's kernels
+// (aten/src/ATen/native/cuda/layer_norm_kernel.cu): forward and the input gradient a block of 128
+// threads per row, 16 of them an SM, each a latency-bound reduction of its row (mean and variance,
+// then the normalized row); the weight and bias gradients reduce each column over the M rows.
+// Time per wave of 16 x SMs rows: forward `layer_norm_forward_wave` + N x
+// `layer_norm_forward_wave_element`, input gradient likewise; the weight and bias gradients
+// `layer_norm_gamma_row` + N x `layer_norm_gamma_element` SM-seconds per row. Each kernel moves
+// at least its bytes (the table at the top). Measured by compute_measure.py --by-op on one H200
+// (PyTorch 2.11; fp32 and bf16 alike: the kernels run in fp32 under autocast): Swin-T's and
+// ConvNeXt-T's 29 and 23 layer norms of 96-1,536 values (tests/data/compute/
+// h200-exported-by-op.jsonl; their forward waves 3.3 us, the input gradient's 1.7 us, the
+// columns' 131-156 ns a row) and GPT-2's and BERT-large's of 768 and 1,024 at 4,096 rows
+// (tests/data/compute/h200-by-op.jsonl; 4.6 and 5.2 us a forward wave, 416 and 599 ns a row).
+// Without M and N (or SMs) a layer norm is its bytes alone.
+inline constexpr double layer_norm_forward_wave = 2.8e-6, layer_norm_forward_wave_element = 2.4e-9;
+inline constexpr double layer_norm_dgrad_wave = 1.5e-6, layer_norm_dgrad_wave_element = 2.6e-9;
+inline constexpr double layer_norm_gamma_row = 104e-9, layer_norm_gamma_element = 0.41e-9;
+inline constexpr std::int64_t layer_norm_rows_per_sm = 16;
 
 // A depthwise convolution (layer::groups = n: one input and one output channel per group) on an
 // NCHW tensor runs on PyTorch's own kernels (aten/src/ATen/native/cuda/DepthwiseConv2d.cu; cuDNN
@@ -589,6 +610,16 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
       break;
     case layer_kind::layer_norm:
+      if (l.m > 0 && l.n > 0 && d.multiprocessors > 0) {  // PyTorch's kernels (layer_norm_forward_wave)
+        const double N = static_cast<double>(l.n), sms = static_cast<double>(d.multiprocessors);
+        const double waves = static_cast<double>(roofline::ceil_div(l.m, layer_norm_rows_per_sm * d.multiprocessors));
+        const double rate = r.memory_rate();
+        t.forward = d.kernel_floor + std::max(2.0 * E * b / rate, waves * (layer_norm_forward_wave + N * layer_norm_forward_wave_element));
+        t.backward = d.kernel_floor + std::max(3.0 * E * b / rate, waves * (layer_norm_dgrad_wave + N * layer_norm_dgrad_wave_element)) +
+                     d.kernel_floor +
+                     std::max(2.0 * E * b / rate, static_cast<double>(l.m) * (layer_norm_gamma_row + N * layer_norm_gamma_element) / sms);
+        break;
+      }
       t.forward = r.memory(2.0 * E * b);
       t.backward = r.memory(3.0 * E * b) + r.memory(2.0 * E * b);
       break;

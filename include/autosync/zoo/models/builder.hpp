@@ -70,7 +70,8 @@ class builder {
   }
 
   // BatchNorm2d (`batch`) / LayerNorm with `width` features over `elements` activation elements.
-  // A batch norm states its launch shape: m = the batch, n = the channels (model.hpp).
+  // A batch norm states its launch shape: m = the batch, n = the channels; a layer norm its rows
+  // and width (model.hpp).
   void norm(std::string_view prefix, std::int64_t width, std::int64_t elements, bool batch) {
     add(prefix, ".weight", {width}, 9.0 * double(elements));
     add(prefix, ".bias", {width}, double(elements));
@@ -78,6 +79,9 @@ class builder {
     op(batch ? layer_kind::batch_norm : layer_kind::layer_norm, prefix, elements);
     if (batch) {
       m_.layers.back().m = m_.batch_per_device;
+      m_.layers.back().n = width;
+    } else {  // a layer norm states its rows and width
+      m_.layers.back().m = elements / width;
       m_.layers.back().n = width;
     }
   }
