@@ -16,19 +16,13 @@ import os
 import subprocess
 import sys
 
-try:
-    import torch
-    from torch import nn
-except ImportError:
-    print("autosync-skip: python3-torch is not importable (cmake/setup-deps.sh --torch)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_common import setup  # noqa: E402
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
-import export_pytorch_model as ex  # noqa: E402
+ex, autosync, work = setup()
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
-autosync, work = sys.argv[1], sys.argv[2]
-os.makedirs(work, exist_ok=True)
 torch.manual_seed(0)
 
 

@@ -13,18 +13,12 @@ import os
 import subprocess
 import sys
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    print("autosync-skip: python3-torch is not importable (cmake/setup-deps.sh --torch)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_common import setup  # noqa: E402
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
-import export_pytorch_model as ex  # noqa: E402
+ex, autosync, work = setup()
+import torch  # noqa: E402
 
-autosync, work = sys.argv[1], sys.argv[2]
-os.makedirs(work, exist_ok=True)
 out = os.path.join(work, "toy_profile.json")
 ex.main(["--profile", "--batch", "4", "--iters", "2", "--warmup", "1", "--device", "cpu", "--out", out])
 doc = json.load(open(out))
