@@ -269,6 +269,11 @@ def _storage_key(t):
         return t.storage().data_ptr()
 
 
+def _channels_last(x):
+    """Whether a 4-D tensor is laid out NHWC (torch.channels_last) rather than NCHW."""
+    return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+
+
 def _tensors_in(value):
     if isinstance(value, torch.Tensor):
         yield value
@@ -395,12 +400,11 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             transposed = bool(named.get("transposed", False))
             n = int(w.shape[1] * groups) if transposed else int(w.shape[0])
             k = int(w.shape[0] // groups if transposed else w.shape[1]) * math.prod(int(d) for d in w.shape[2:])
-            cl = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
             extra = {"groups": groups} if groups > 1 and not transposed else {}
             # a transposed convolution is the input gradient of a convolution: one GEMM row per input position
             m = int(x.numel() // x.shape[1]) if transposed else int(y.numel() // n)
             self._add("conv", op, params, [x], m=m, n=n, k=int(k), elements=int(x.numel()),
-                      bias=b is not None, input_grad=bool(x.requires_grad), channels_last=bool(cl), **extra)
+                      bias=b is not None, input_grad=bool(x.requires_grad), channels_last=_channels_last(x), **extra)
             return
         if base in ("addmm", "mm", "addmv", "mv", "linear"):
             if base == "linear":
@@ -472,8 +476,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                                                         and y.numel() < ins[0].numel()):
             kind = "max_pool" if base in _MAX_POOLS or base == "amax" else "avg_pool"
             x = ins[0]
-            cl = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
-            extra = {"channels_last": True} if kind == "max_pool" and cl else {}
+            extra = {"channels_last": True} if kind == "max_pool" and _channels_last(x) else {}
             self._add(kind, op, params, [x], elements=int(x.numel()), outputs=int(y.numel()), **extra)
             return
         floats = [t for t in ins if t.is_floating_point()]

@@ -10,17 +10,14 @@
 // device's busy time of forward and backward), on the device each line names (H100 or H200):
 // the layers as examples/export_pytorch_model.py traced them, against the same files' FLOPs alone.
 #include "../common/compute_measurements.hpp"
+#include "../common/exported_measurements.hpp"
 
 #include <autosync/cost/compute.hpp>
-#include <autosync/io/json.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,39 +26,19 @@ using namespace autosync;
 namespace {
 
 int exported(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "measured.jsonl");
-  if (!in) {
-    std::fprintf(stderr, "bench_compute_table: cannot read %s\n", (dir / "measured.jsonl").string().c_str());
-    return 2;
-  }
   std::printf("%-20s %-13s %-12s | %23s | %23s | %19s\n", "model (exported)", "precision", "device", "forward ms pred/meas",
               "backward ms pred/meas", "FLOPs only fwd/bwd");
   std::vector<double> fwd, bwd;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("kernel_backward_ms") || !j.contains("model")) continue;
-    std::string name = j["model"].get<std::string>();
-    if (name.rfind("tv:", 0) == 0) name = name.substr(3);
-    const std::string prec = j["precision"].get<std::string>();
-    const auto file = dir / (name + "-" + prec + ".json");
-    if (!std::filesystem::exists(file)) continue;
-    const std::string device = j.value("device", "");
-    const device_compute* d = device.find("H200") != std::string::npos ? &zoo::hw::h200_sxm
-                              : device.find("H100") != std::string::npos ? &zoo::hw::h100_sxm
-                                                                         : nullptr;
-    if (d == nullptr) continue;
-    auto m = io::load_model_file(file);
-    const double mf = j["kernel_forward_ms"].get<double>(), mb = j["kernel_backward_ms"].get<double>();
-    const auto c = cost::compute(m, *d, 0.0);
-    m.layers.clear();
-    const auto before = cost::compute(m, *d, 0.0);
+  for (auto& r : test::exported_measurements(dir)) {
+    const auto c = cost::compute(r.spec, *r.compute, 0.0);
+    r.spec.layers.clear();
+    const auto before = cost::compute(r.spec, *r.compute, 0.0);
     const double f = c.forward * 1e3, b = c.backward_total() * 1e3;
-    std::printf("%-20s %-13s %-12s | %7.2f / %7.2f (%4.2f) | %7.2f / %7.2f (%4.2f) | %8.3f / %8.3f\n", name.c_str(), prec.c_str(),
-                device.find("H200") != std::string::npos ? "H200" : "H100", f, mf, f / mf, b, mb, b / mb, before.forward * 1e3,
-                before.backward_total() * 1e3);
-    fwd.push_back(std::abs(f / mf - 1.0));
-    bwd.push_back(std::abs(b / mb - 1.0));
+    std::printf("%-20s %-13s %-12s | %7.2f / %7.2f (%4.2f) | %7.2f / %7.2f (%4.2f) | %8.3f / %8.3f\n", r.model.c_str(),
+                r.precision.c_str(), r.compute == &zoo::hw::h200_sxm ? "H200" : "H100", f, r.forward_ms, f / r.forward_ms, b,
+                r.backward_ms, b / r.backward_ms, before.forward * 1e3, before.backward_total() * 1e3);
+    fwd.push_back(std::abs(f / r.forward_ms - 1.0));
+    bwd.push_back(std::abs(b / r.backward_ms - 1.0));
   }
   auto within = [](const std::vector<double>& v, double bound) {
     return static_cast<int>(std::count_if(v.begin(), v.end(), [&](double x) { return x <= bound; }));

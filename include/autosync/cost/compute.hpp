@@ -458,14 +458,13 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   return l.kind == layer_kind::conv && l.groups > 1 && l.groups == l.n && !l.channels_last && d.multiprocessors > 0;
 }
 
-// A depthwise convolution on PyTorch's kernels (depthwise_native): forward, input and weight
-// gradients, the bias as any convolution's, and under autocast the weight's casts.
-[[nodiscard]] constexpr layer_time depthwise_time(const layer& l, precision p, const device_compute& d) noexcept {
+// The kernels of a depthwise convolution on PyTorch's kernels (depthwise_native), `in` bytes an
+// element, x input elements: forward, and the input and weight gradients (time_of adds the bias
+// and autocast's casts, as for any convolution).
+[[nodiscard]] constexpr layer_time depthwise_kernels(const layer& l, double in, double x, const device_compute& d) noexcept {
   const roofline r{&d};
-  const bool mixed = autocast(p);
-  const double in = mixed ? 2.0 : 4.0;
   const double taps = static_cast<double>(l.k);  // kh x kw: one input channel per group
-  const double out = static_cast<double>(l.m) * static_cast<double>(l.n), x = static_cast<double>(l.elements);
+  const double out = static_cast<double>(l.m) * static_cast<double>(l.n);
   const double weights = static_cast<double>(l.n) * taps;
   layer_time t;
   t.forward = r.memory_or_sms((x + out + weights) * in, out * (depthwise_forward_output + taps * depthwise_forward_tap));
@@ -474,18 +473,6 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   const double waves = static_cast<double>(roofline::ceil_div(blocks, resident));
   const double steps = static_cast<double>(roofline::ceil_div(l.m, 256));
   t.backward += d.kernel_floor + std::max(waves * steps * depthwise_wgrad_step, (out + x) * in / r.memory_rate());
-  if (l.bias) {
-    t.forward += r.memory(2.0 * out * in);  // y += b, a kernel of its own
-    t.backward += r.memory(out * in);       // the bias gradient: a reduction of dY
-  }
-  if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
-    t.forward += r.memory(weights * 6.0);
-    t.backward += r.memory(weights * 6.0);
-  }
-  if (mixed && l.fp32_input) {
-    t.forward += r.memory(x * 6.0);
-    if (l.input_grad) t.backward += r.memory(x * 6.0);
-  }
   return t;
 }
 
@@ -498,10 +485,6 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   switch (l.kind) {
     case layer_kind::linear:
     case layer_kind::conv: {
-      if (l.kind == layer_kind::conv && depthwise_native(l, d)) {
-        t = depthwise_time(l, p, d);
-        break;
-      }
       const math_unit u = unit_of(p, l.kind);
       const double in = mixed ? 2.0 : 4.0;
       const double weights = static_cast<double>(l.n) * static_cast<double>(l.k);
@@ -510,21 +493,26 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       const double x = l.kind == layer_kind::conv && l.elements > 0 ? static_cast<double>(l.elements)
                                                                     : static_cast<double>(l.m) * static_cast<double>(l.k);
       const bool conv = l.kind == layer_kind::conv;
-      // cuDNN pads a convolution's channels itself (its NHWC transposes): only linear layers
-      const bool slow = !conv && misaligned_gemm(l.n, l.k, in);
-      t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
-      if (l.input_grad)  // dX = dY W
-        t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
       // 1 x 1, stride 1 (input elements = m x k): a plain GEMM over NCHW. A convolution whose
       // kernel equals its stride (a patch embedding) has the same shape and reads as one too.
       const bool pointwise = conv && l.k > 0 && l.elements % l.k == 0 && l.elements / l.k == l.m;
       const bool tensor_cores = tensor_unit(d, u);  // else fp32's SIMT kernels: NCHW as it stands
-      t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
-                           conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
-                           conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
+      const bool depthwise = conv && depthwise_native(l, d);  // PyTorch's own kernels, not cuDNN's
+      if (depthwise) {
+        t = depthwise_kernels(l, in, x, d);
+      } else {
+        // cuDNN pads a convolution's channels itself (its NHWC transposes): only linear layers
+        const bool slow = !conv && misaligned_gemm(l.n, l.k, in);
+        t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
+        if (l.input_grad)  // dX = dY W
+          t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
+        t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
+                             conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
+                             conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
+      }
       if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
-      if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after cuDNN's kernel
-      if (conv && !l.channels_last && tensor_cores && !pointwise) {
+      if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after the convolution's kernel
+      if (conv && !depthwise && !l.channels_last && tensor_cores && !pointwise) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
         // in and out (forward: x, W in, y back; backward: the wgrad's dy and x in, dW back, and
         // the dgrad's dy and W in, dx back)
