@@ -50,7 +50,9 @@ batch_per_device, attributed to the parameter whose gradient backward completes 
 cross_entropy (the default here) adds a loss layer over the output (the logits). --precision names
 the training precision: under bf16 / fp16 the dtypes are followed as CUDA autocast sets them, so
 the ops fed by autocast's fp32 results (a layer norm's output, the fp32 residual stream) are marked
-`fp32_input`. autosync prices the layers on the cluster's device (include/autosync/cost/
+`fp32_input`. A layer whose weight is frozen (requires_grad False) is written "weight_grad": false,
+one whose input needs no gradient "input_grad": false, and every op of a torch.no_grad() region
+both: backward runs none of their kernels. autosync prices the layers on the cluster's device (include/autosync/cost/
 compute.hpp) instead of FLOPs alone, which no real model reaches; ops without a rule of their own
 are priced as plain elementwise ops and named in "source".
 
@@ -246,18 +248,21 @@ def _saved_state(module):
     saved = collections.OrderedDict((k, v.detach().clone()) for k, v in state.items())
     if hasattr(state, "_metadata"):
         saved._metadata = state._metadata
-    # every buffer, the non-persistent ones too (state_dict() leaves them out), as it is now
-    saved._buffers_now = [(m, k, b, b.detach().clone()) for m in module.modules() for k, b in m._buffers.items()
-                          if b is not None]
+    # every buffer object (a forward may replace one), and a copy of the non-persistent ones, which
+    # state_dict() leaves out
+    saved._buffers_now = [(m, k, b, b.detach().clone() if k in getattr(m, "_non_persistent_buffers_set", ()) else None)
+                          for m in module.modules() for k, b in m._buffers.items() if b is not None]
     return saved
 
 
 def _restore_state(module, saved):
-    module.load_state_dict(saved)
+    for m, k, b, _ in saved._buffers_now:
+        m._buffers[k] = b
+    module.load_state_dict(saved)  # the parameters and persistent buffers, in place
     with torch.no_grad():
-        for m, k, b, v in saved._buffers_now:
-            m._buffers[k] = b
-            b.copy_(v)
+        for _, _, b, v in saved._buffers_now:
+            if v is not None:
+                b.copy_(v)
 
 
 def _storage_key(t):
@@ -285,9 +290,10 @@ def _tensors_in(value):
 class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
     """Records the layers of one forward pass (see above); `names` is the module stack."""
 
-    def __init__(self, params, autocast):
+    def __init__(self, params, autocast, frozen=()):
         super().__init__()
         self.param_of = {_storage_key(p): i for i, (_, p) in enumerate(params)}
+        self.frozen = {_storage_key(p) for p in frozen}  # parameters that take no gradient
         self.autocast = autocast
         self.low = {}          # storage -> True when autocast would hold it in 16 bits
         self.layers = []
@@ -304,6 +310,10 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
     def _param(self, t):
         return self.param_of.get(_storage_key(t))
 
+    def _weight(self, t):
+        """Whether t is a parameter of the module, trainable or frozen."""
+        return t is not None and (self._param(t) is not None or _storage_key(t) in self.frozen)
+
     def _add(self, kind, op, params, inputs, **fields):
         new = sorted(p for p in params if p not in self.used)
         if new:
@@ -312,7 +322,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         name = (self.names[-1] if self.names else "") or "model"
         layer = {"name": f"{name}:{op}", "kind": kind, "tensor": self.current}
         if self.autocast and inputs:
-            floats = [t for t in inputs if t.is_floating_point() and self._param(t) is None]
+            floats = [t for t in inputs if t.is_floating_point() and not self._weight(t)]
             if kind in ("linear", "conv"):
                 if floats and not self._low(floats[0]):
                     layer["fp32_input"] = True
@@ -366,19 +376,27 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 self.low[_storage_key(o)] = low
         if not y.is_floating_point() or y.numel() == 0 or not ins or base in _CREATION:
             return
-        params = [i for i in (self._param(t) for t in ins) if i is not None]
-        grad = any(t.requires_grad for t in ins if self._param(t) is None) or bool(params)
+        # which gradients backward computes: none in a no_grad region; a frozen parameter
+        # (requires_grad False) none of its own, nor does an input that needs none
+        on = torch.is_grad_enabled()
+        params = [i for i in (self._param(t) for t in ins) if i is not None] if on else []
+        grad = on and (any(t.requires_grad for t in ins if self._param(t) is None) or bool(params))
+        needs = lambda t: on and t is not None and bool(t.requires_grad)
+        # the gradient flags that are not the default (true): the layer's input's, its weight's
+        flags = lambda x, w=None, weighted=False: dict(([("input_grad", False)] if not x else []) +
+                                                      ([("weight_grad", False)] if weighted and not w else []))
         key = _storage_key
         # a linear of more than two dimensions that PyTorch ran as a product and a bias add
         # (F.linear: matmul, then add): the add is the linear's bias, in its dtype
-        if base == "add" and self.last_linear is not None and len(params) == 1 and len(ins) == 2:
+        weights = [t for t in ins if self._weight(t)]
+        if base == "add" and self.last_linear is not None and len(weights) == 1 and len(ins) == 2:
             layer, at = self.last_linear
-            bias = [t for t in ins if self._param(t) is not None][0]
-            other = [t for t in ins if self._param(t) is None]
+            bias = weights[0]
+            other = [t for t in ins if not self._weight(t)]
             if bias.dim() == 1 and other and key(other[0]) == at and not layer.get("bias"):
                 layer["bias"] = True
                 self.last_linear = None
-                if params[0] not in self.used:  # the bias's first use: the linear's, as for addmm
+                if params and params[0] not in self.used:  # the bias's first use: the linear's, as for addmm
                     self.used.add(params[0])
                     self.current = max(self.current, params[0])
                     layer["tensor"] = self.current
@@ -391,7 +409,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             return
         if any(key(t) in self.noise for t in ins):
             if base == "mul":
-                self._add("dropout", op, params, [t for t in ins if key(t) not in self.noise], elements=y.numel())
+                self._add("dropout", op, params, [t for t in ins if key(t) not in self.noise], elements=y.numel(),
+                          **flags(grad))
             return
         if base in ("convolution", "_convolution", "cudnn_convolution", "conv2d", "conv1d", "conv3d"):
             x, w = named.get("input", args[0]), named.get("weight", args[1])
@@ -404,7 +423,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             # a transposed convolution is the input gradient of a convolution: one GEMM row per input position
             m = int(x.numel() // x.shape[1]) if transposed else int(y.numel() // n)
             self._add("conv", op, params, [x], m=m, n=n, k=int(k), elements=int(x.numel()),
-                      bias=b is not None, input_grad=bool(x.requires_grad), channels_last=_channels_last(x), **extra)
+                      bias=b is not None, input_grad=needs(x), channels_last=_channels_last(x), **extra,
+                      **flags(True, needs(w), True))
             return
         if base in ("addmm", "mm", "addmv", "mv", "linear"):
             if base == "linear":
@@ -417,7 +437,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 else:  # self, mat2 / vec
                     mats = [named["self"], named.get("mat2", named.get("vec"))]
                     b = None
-            wi = [i for i, t in enumerate(mats) if self._param(t) is not None]
+            wi = [i for i, t in enumerate(mats) if self._weight(t)]
             if base == "linear" or wi:
                 w = mats[1] if base == "linear" else mats[wi[-1]]
                 x = mats[0] if base == "linear" or wi[-1] == 1 else mats[1]
@@ -429,28 +449,31 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                     out_f, in_f = int(w.shape[-1]), int(w.shape[0])
                 rows = int(y.numel() // max(out_f, 1))
                 layer = self._add("linear", op, params, [x], m=rows, n=out_f, k=in_f,
-                                  bias=b is not None and self._param(b) is not None, input_grad=bool(x.requires_grad))
+                                  bias=self._weight(b), input_grad=needs(x),
+                                  **flags(True, needs(w), True))
                 self.last_linear = (layer, key(y))
                 return
             a1, a2 = mats
             self._add("matmul", op, params, [a1, a2], m=int(a1.shape[0]), n=int(a2.shape[-1]) if a2.dim() > 1 else 1,
-                      k=int(a1.shape[-1]))
+                      k=int(a1.shape[-1]), **flags(needs(a1), needs(a2), True))
             return
         if base in ("bmm", "baddbmm"):
             a1, a2 = named["batch1" if base == "baddbmm" else "self"], named["batch2" if base == "baddbmm" else "mat2"]
             self._add("matmul", op, params, [a1, a2], m=int(a1.shape[1]), n=int(a2.shape[2]), k=int(a1.shape[2]),
-                      count=int(a1.shape[0]))
+                      count=int(a1.shape[0]), **flags(needs(a1), needs(a2), True))
             return
         if "scaled_dot_product" in base:
             q, kk = named["query"], named["key"]
             causal = bool(named.get("is_causal", False))
             self._add("attention", op, params, [q], m=int(q.shape[-2]), n=int(kk.shape[-2]), k=int(q.shape[-1]),
-                      count=int(q.numel() // (q.shape[-2] * q.shape[-1])), causal=causal)
+                      count=int(q.numel() // (q.shape[-2] * q.shape[-1])), causal=causal,
+                      **flags(needs(q) or needs(kk) or needs(named.get("value"))))
             return
         if "batch_norm" in base and "backward" not in base:
             x = ins[0]
             c = int(x.shape[1]) if x.dim() > 1 else 1
-            self._add("batch_norm", op, params, [x], m=int(x.shape[0]), n=c, elements=int(x.numel()))
+            self._add("batch_norm", op, params, [x], m=int(x.shape[0]), n=c, elements=int(x.numel()),
+                      **flags(needs(x), needs(named.get("weight")), True))
             return
         if base in ("native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "_fused_rms_norm", "rms_norm"):
             x = ins[0]
@@ -459,25 +482,27 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 width = math.prod(int(d) for d in named["normalized_shape"])
                 if width > 0 and x.numel() % width == 0:
                     shape = {"m": int(x.numel() // width), "n": int(width)}
-            self._add("layer_norm", op, params, [x], elements=int(x.numel()), **shape)
+            self._add("layer_norm", op, params, [x], elements=int(x.numel()), **shape,
+                      **flags(needs(x), needs(named.get("weight")), True))
             return
         if base in ("embedding", "embedding_bag", "_embedding_bag"):
             w = named.get("weight", args[0])
             lookups = int(named["indices"].numel()) if "bag" in base else int(y.numel() // w.shape[1])
-            self._add("embedding", op, params, [], m=int(w.shape[0]), n=int(w.shape[1]), elements=lookups * int(w.shape[1]))
+            self._add("embedding", op, params, [], m=int(w.shape[0]), n=int(w.shape[1]), elements=lookups * int(w.shape[1]),
+                      **flags(True, needs(w), True))
             return
         if base in ("_softmax", "softmax", "_log_softmax", "log_softmax"):
-            self._add("softmax", op, params, [ins[0]], elements=int(y.numel()))
+            self._add("softmax", op, params, [ins[0]], elements=int(y.numel()), **flags(needs(ins[0])))
             return
         if base in ("native_dropout", "dropout", "feature_dropout", "alpha_dropout"):
-            self._add("dropout", op, params, [ins[0]], elements=int(y.numel()))
+            self._add("dropout", op, params, [ins[0]], elements=int(y.numel()), **flags(needs(ins[0])))
             return
         if base in _MAX_POOLS or base in _AVG_POOLS or (base in ("mean", "amax", "sum") and ins[0].dim() >= 3
                                                         and y.numel() < ins[0].numel()):
             kind = "max_pool" if base in _MAX_POOLS or base == "amax" else "avg_pool"
             x = ins[0]
             extra = {"channels_last": True} if kind == "max_pool" and _channels_last(x) else {}
-            self._add(kind, op, params, [x], elements=int(x.numel()), outputs=int(y.numel()), **extra)
+            self._add(kind, op, params, [x], elements=int(x.numel()), outputs=int(y.numel()), **extra, **flags(needs(x)))
             return
         floats = [t for t in ins if t.is_floating_point()]
         elements = int(max([y.numel()] + [t._nnz() if t.is_sparse else t.numel() for t in floats]))
@@ -544,7 +569,8 @@ def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_devic
     sample_batch = int(_first_tensor(args).shape[0])
     s = float(batch_per_device) / sample_batch if batch_per_device else 1.0
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-    trace = _LayerTrace(params, precision in ("bf16", "fp16"))
+    frozen = [p for p in module.parameters() if not p.requires_grad]
+    trace = _LayerTrace(params, precision in ("bf16", "fp16"), frozen)
     handles = _module_names(module, trace)
     saved_state = _saved_state(module)
     try:
@@ -572,7 +598,7 @@ def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_devic
         if y is None:
             raise ValueError("loss cross_entropy: the module's output has no tensor (the logits)")
         layers.append({"name": "loss", "kind": "loss", "tensor": trace.current,
-                       "elements": max(1, int(round(y.numel() * s)))})
+                       "elements": max(1, int(round(y.numel() * s))), **({} if y.requires_grad else {"input_grad": False})})
     return layers, trace.generic
 
 

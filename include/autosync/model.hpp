@@ -190,6 +190,12 @@ inline constexpr layer_kind all_layer_kinds[] = {
   return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul || k == layer_kind::attention;
 }
 
+// The kinds with a weight gradient of their own (layer::weight_grad; matmul: its second operand's).
+[[nodiscard]] constexpr bool has_weight(layer_kind k) noexcept {
+  return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul || k == layer_kind::batch_norm ||
+         k == layer_kind::layer_norm || k == layer_kind::embedding;
+}
+
 // One layer (one framework op, or a module's op) in forward order. `tensor` is the tensor whose
 // gradient becomes ready right after this layer's backward: the layer's own weight (or bias),
 // or, for a layer that owns no tensor, the tensor that precedes it in forward order (the next
@@ -211,8 +217,15 @@ struct layer {
                                      // no layout transposes around tensor-core convolutions, and
                                      // max pooling runs PyTorch's NHWC kernels (bandwidth-bound)
   bool input_grad = true;            // backward computes the input's gradient: false for a first
-                                     // layer whose input needs none, and for elementwise ops whose
-                                     // gradient passes through unchanged (adding a constant mask)
+                                     // layer whose input needs none, for elementwise ops whose
+                                     // gradient passes through unchanged (adding a constant mask),
+                                     // and for layers of a frozen prefix or a no_grad region
+  bool weight_grad = true;           // backward computes the layer's weight gradient: linear, conv
+                                     // (and their bias), matmul (its second operand, dB), batch and
+                                     // layer norm (gamma and beta), embedding (the table). false for
+                                     // frozen parameters (requires_grad false) and no_grad regions:
+                                     // fine-tuning a head over a frozen backbone. A layer with
+                                     // neither gradient has no backward at all
   bool upcast = false;               // elementwise kinds under autocast (bf16 / fp16): the op runs in
                                      // fp32 because it is on autocast's fp32 list or is fed by one
                                      // (GPT-2's gelu_new: torch.pow), its input cast up and its
@@ -358,6 +371,9 @@ struct model_spec {
       dim(l.count, "count", 1);
       dim(l.groups, "groups", 1);
       if (l.groups > 1 && l.kind != layer_kind::conv) throw error(f + ".groups", "only a conv has groups");
+      if (!l.weight_grad && !has_weight(l.kind))
+        throw error(f + ".weight_grad",
+                    std::string(name_of(l.kind)) + " layers have no weight (linear, conv, matmul, batch_norm, layer_norm and embedding do)");
       if (l.groups > 1 && l.n % l.groups != 0)
         throw error(f + ".groups", "must divide the output channels (n = " + std::to_string(l.n) + "), got " + std::to_string(l.groups));
       if (matrix_kind(l.kind)) {

@@ -345,6 +345,120 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
         doctest::Approx(K_ + 2.0 * 1280 * 1280 * 2 / 1e12).epsilon(1e-9));
 }
 
+TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops its gradients' kernels") {
+  const auto d = round_device();
+  const double K = 1e-6;
+  auto t = [&](const layer& l, precision p) { return cost::time_of(l, p, d); };
+  {  // linear 1280^3 with a bias: dX alone (no dW, no bias reduction); nothing without either
+    layer l;
+    l.kind = layer_kind::linear;
+    l.m = l.n = l.k = 1280;
+    l.bias = true;
+    const double g32 = K + 2.0 * 1280.0 * 1280 * 1280 / 50e12, g16 = K + 2.0 * 1280.0 * 1280 * 1280 / 200e12;
+    const double cast = K + 1280.0 * 1280 * 6 / 1e12;
+    const auto full = t(l, precision::bf16);
+    l.weight_grad = false;
+    CHECK(t(l, precision::pytorch_fp32).forward == doctest::Approx(g32).epsilon(1e-12));
+    CHECK(t(l, precision::pytorch_fp32).backward == doctest::Approx(g32).epsilon(1e-12));
+    // under autocast the frozen weight is still cast in forward; no gradient is cast back
+    CHECK(t(l, precision::bf16).forward == full.forward);
+    CHECK(t(l, precision::bf16).backward == doctest::Approx(g16).epsilon(1e-12));
+    CHECK(full.backward == doctest::Approx(2 * g16 + K + 1280.0 * 1280 * 2 / 1e12 + cast).epsilon(1e-12));
+    l.input_grad = false;
+    CHECK(t(l, precision::bf16).backward == 0.0);
+    CHECK(t(l, precision::bf16).forward == full.forward);
+  }
+  {  // an NCHW 3 x 3 convolution on tensor cores: the dgrad and its transposes (dy, W in, dx back)
+    layer c;
+    c.kind = layer_kind::conv;
+    c.m = 1280;
+    c.n = 1280;
+    c.k = 1152;
+    c.elements = 1280 * 128;
+    c.weight_grad = false;
+    auto tr = [&](double elements) { return K + 2.0 * elements * 4 / 1e12; };
+    const double x = 1280.0 * 128, w = 1280.0 * 1152, y = 1280.0 * 1280;
+    // dX = dY W: 1280 x 1152, 10 x 9 tiles in 9 waves of 10 SMs, k = 1280, at tf32's rate
+    const double dgrad = K + 9 * 2.0 * 128 * 128 * 1280 / (200e12 * 0.5 / 10);
+    CHECK(t(c, precision::pytorch_fp32).backward == doctest::Approx(dgrad + tr(y) + tr(w) + tr(x)).epsilon(1e-12));
+    c.input_grad = false;
+    CHECK(t(c, precision::pytorch_fp32).backward == 0.0);
+    c.groups = c.n = 128;  // depthwise (PyTorch's kernels): the input gradient's kernel alone
+    c.k = 9;
+    c.input_grad = true;
+    const auto dw = t(c, precision::pytorch_fp32);
+    CHECK(dw.backward == doctest::Approx(K + std::max((1280.0 * 128 * 3 + 128 * 9) * 4 / 1e12, x * cost::depthwise_dgrad_input / 10)));
+    c.weight_grad = true;
+    CHECK(t(c, precision::pytorch_fp32).backward > dw.backward + K);
+  }
+  {  // a batched matmul: dA alone without dB, nothing without either
+    layer mm;
+    mm.kind = layer_kind::matmul;
+    mm.m = mm.n = mm.k = 1280;
+    const double g = K + 2.0 * 1280.0 * 1280 * 1280 / 50e12;
+    mm.weight_grad = false;
+    CHECK(t(mm, precision::fp32).backward == doctest::Approx(g).epsilon(1e-12));
+    mm.input_grad = false;
+    CHECK(t(mm, precision::fp32).backward == 0.0);
+    mm.weight_grad = true;
+    CHECK(t(mm, precision::fp32).backward == doctest::Approx(g).epsilon(1e-12));
+  }
+  {  // a layer norm's two backward kernels: dx (input_grad) and gamma/beta (weight_grad)
+    layer ln = op(layer_kind::layer_norm, 100'000 * 96);
+    ln.m = 100'000;
+    ln.n = 96;
+    const double dx = 625 * (cost::layer_norm_dgrad_wave + 96 * cost::layer_norm_dgrad_wave_element);
+    const double gamma = 100'000 * (cost::layer_norm_gamma_row + 96 * cost::layer_norm_gamma_element) / 10;
+    ln.weight_grad = false;
+    CHECK(t(ln, precision::bf16).backward == doctest::Approx(K + dx));
+    ln.weight_grad = true;
+    ln.input_grad = false;
+    CHECK(t(ln, precision::bf16).backward == doctest::Approx(K + gamma));
+    ln.m = ln.n = 0;  // bytes alone: r 2E w E | r 2E
+    CHECK(t(ln, precision::bf16).backward == doctest::Approx(K + 2.0 * 9.6e6 * 4 / 1e12));
+    ln.weight_grad = false;
+    CHECK(t(ln, precision::bf16).backward == 0.0);
+  }
+  {  // batch norm's one backward pass computes both gradients: dropped only without either
+    layer bn = op(layer_kind::batch_norm, 1'000'000);
+    const auto full = t(bn, precision::pytorch_fp32);
+    bn.weight_grad = false;
+    CHECK(t(bn, precision::pytorch_fp32).backward == full.backward);
+    bn.input_grad = false;
+    CHECK(t(bn, precision::pytorch_fp32).backward == 0.0);
+    CHECK(t(bn, precision::pytorch_fp32).forward == full.forward);
+    bn.m = 32;  // the latency-bound kernels alike
+    bn.n = 64;
+    CHECK(t(bn, precision::pytorch_fp32).backward == 0.0);
+    bn.input_grad = true;
+    CHECK(t(bn, precision::pytorch_fp32).backward > 0.0);
+  }
+  // the kinds without a weight: no backward without the input's gradient, the forward unchanged
+  for (auto k : {layer_kind::attention, layer_kind::softmax, layer_kind::max_pool, layer_kind::avg_pool, layer_kind::loss,
+                 layer_kind::activation, layer_kind::dropout}) {
+    CAPTURE(name_of(k));
+    layer l = op(k, 1'000'000);
+    l.m = l.n = 512;
+    l.k = 64;
+    l.outputs = 250'000;
+    const auto full = t(l, precision::bf16);
+    CHECK(full.backward > 0.0);
+    l.weight_grad = false;  // nothing to drop
+    CHECK(t(l, precision::bf16).backward == full.backward);
+    l.input_grad = false;
+    CHECK(t(l, precision::bf16).backward == 0.0);
+    CHECK(t(l, precision::bf16).forward == full.forward);
+  }
+  {  // a frozen embedding table: its indices need no gradient, so nothing in backward
+    layer emb = op(layer_kind::embedding, 1000 * 8);
+    emb.m = 50;
+    emb.n = 8;
+    emb.weight_grad = false;
+    CHECK(cost::time_of(emb, precision::pytorch_fp32, d, false).backward == 0.0);
+    CHECK(cost::time_of(emb, precision::pytorch_fp32, d, true).backward == 0.0);
+  }
+}
+
 TEST_CASE("compute: a product whose rows are not 16-byte multiples runs at misaligned_gemm_efficiency on tensor cores") {
   const auto d = round_device();
   const double K_ = 1e-6;

@@ -7,7 +7,9 @@ The toy model's layers field by field (kinds, shapes, bias, the first conv's mis
 gradient, the tensor each layer is attributed to, the loss over the logits); a sample of batch 2
 scaled to 32 writes what a sample of 32 does; depthwise and grouped convolutions carry their
 groups; under bf16 the ops fed by autocast's fp32 results are marked fp32_input and nothing is
-under pytorch-fp32; autosync loads the file and prices its layers (not FLOPs alone). With
+under pytorch-fp32; frozen parameters and a no_grad region write weight_grad / input_grad false,
+and the fine-tuned model costs less than the same model trained whole; autosync loads the file
+and prices its layers (not FLOPs alone). With
 torchvision importable, torchvision's ResNet-50 and VGG16 exported this way cost what the zoo's
 hand-written descriptions of them cost, within 1 %. Exit 77 (skipped) without torch.
 """
@@ -100,6 +102,63 @@ for precision in ("bf16", "pytorch-fp32"):
     assert ls[1]["bias"] and ls[3]["bias"] and ls[1]["m"] == 16 and ls[1]["k"] == 16 and ls[1]["n"] == 64, ls[1]
 
 
+# --- frozen parameters and no_grad regions: the gradients backward does not compute -------------------
+class Finetune(nn.Module):
+    """A frozen stem (conv, batch norm, relu), a trained conv, a frozen layer norm and linear, a
+    frozen embedding, a no_grad branch, and a trained head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.norm = nn.LayerNorm(8)
+        self.mid = nn.Linear(8, 8)
+        self.table = nn.Embedding(100, 8)
+        self.side = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 10)
+        for m in (self.stem, self.norm, self.mid, self.table):
+            for p in m.parameters():
+                p.requires_grad_(False)
+
+    def forward(self, x, ids):
+        h = self.conv(self.stem(x)).mean(dim=(2, 3))  # the trained conv's input needs no gradient
+        h = self.mid(self.norm(h)) + self.table(ids)    # frozen, but their inputs need gradients
+        with torch.no_grad():
+            s = self.side(h)                            # trainable, but in a no_grad region
+        return self.head(h * torch.sigmoid(s))
+
+
+ft_model = Finetune()
+ft, _ = ex.trace_layers(ft_model, (torch.randn(2, 3, 8, 8), torch.randint(0, 100, (2,))), loss="cross_entropy")
+grads = [(l["kind"], l.get("input_grad", True), l.get("weight_grad", True)) for l in ft]
+assert grads == [("conv", False, False), ("batch_norm", False, False), ("activation", False, True),
+                 ("conv", False, True), ("avg_pool", True, True),
+                 ("layer_norm", True, False), ("linear", True, False), ("embedding", True, False), ("add", True, True),
+                 ("linear", False, False), ("activation", False, True),
+                 ("scale", True, True), ("linear", True, True), ("loss", True, True)], grads
+# tensors: 0-1 conv, 2-3 side, 4-5 head (the trainable ones); the frozen stem comes before them all
+assert [l["tensor"] for l in ft][:2] == [-1, -1] and ft[3]["tensor"] == 1 and ft[-2]["tensor"] == 5, ft
+# weight_grad is written only where false, and only on the kinds with a weight (the frozen linear
+# is a linear, its bias its own)
+assert all(l.get("weight_grad", False) is False for l in ft)
+assert all("weight_grad" not in l for l in ft if l["kind"] in ("activation", "avg_pool", "add", "scale", "loss"))
+assert ft[6]["name"] == "mid:addmm" and ft[6]["bias"] and (ft[6]["m"], ft[6]["n"], ft[6]["k"]) == (2, 8, 8), ft[6]
+ft_path, all_path = os.path.join(work, "finetune.json"), os.path.join(work, "trainable.json")
+ft_sample = (torch.randn(2, 3, 8, 8), torch.randint(0, 100, (2,)))
+ex.export(ft_model, ft_path, "finetune", batch_per_device=32, sample_input=ft_sample, loss="cross_entropy")
+for p in ft_model.parameters():
+    p.requires_grad_(True)
+ex.export(ft_model, all_path, "trainable", batch_per_device=32, sample_input=ft_sample, loss="cross_entropy")
+ft_doc, all_doc = json.load(open(ft_path)), json.load(open(all_path))
+assert [t["name"] for t in ft_doc["tensors"]] == ["conv.weight", "conv.bias", "side.weight", "side.bias", "head.weight",
+                                                  "head.bias"], ft_doc["tensors"]
+assert len(all_doc["tensors"]) == 15
+# all trained: only the no_grad region's linear computes no weight gradient, only the stem's input none
+assert [l["name"] for l in all_doc["layers"] if "weight_grad" in l] == ["side:addmm"], all_doc["layers"]
+assert [l["name"] for l in all_doc["layers"] if l.get("input_grad") is False] == ["stem.0:convolution", "side:addmm",
+                                                                                  "model:sigmoid"], all_doc["layers"]
+
+
 # --- autosync reads the file and prices its layers ----------------------------------------------------
 def compute_of(model, precision=None):
     """forward + backward as autosync prices them (the iteration less the exposed communication)"""
@@ -116,6 +175,8 @@ ex.main(["--out", flops_only, "--precision", "bf16", "--no-layers"])
 doc = json.load(open(path))
 assert doc["precision"] == "bf16" and len(doc["layers"]) == 10 and "layers" not in json.load(open(flops_only))
 with_layers, without = compute_of(path), compute_of(flops_only)
+# the fine-tuned model's frozen layers cost their forward alone: less than all of it trained
+assert compute_of(ft_path) < compute_of(all_path), (compute_of(ft_path), compute_of(all_path))
 # ten layers of at least one 4 us kernel each way; the FLOPs alone take under a microsecond
 assert with_layers > 20 * 4e-6 > 50 * without, (with_layers, without)
 

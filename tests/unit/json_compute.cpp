@@ -29,7 +29,7 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.tensor == y.tensor);
     CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.groups == y.groups && x.elements == y.elements &&
            x.outputs == y.outputs));
-    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.channels_last == y.channels_last &&
+    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.weight_grad == y.weight_grad && x.channels_last == y.channels_last &&
            x.upcast == y.upcast && x.fp32_input == y.fp32_input));
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].ready_time == b.tensors[i].ready_time);
@@ -69,6 +69,34 @@ TEST_CASE("json: layers, precision and the device roofline round-trip and predic
   }
 }
 
+TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) round-trips, written only where set, and costs less") {
+  auto m = zoo::make_model("resnet50");
+  CHECK(io::to_json_text(m).find("weight_grad") == std::string::npos);
+  const auto c = zoo::dgx_h100(1);
+  const auto before = cost::compute(m, c);
+  // freeze the stem and the first stage: no weight gradients there, and no input gradients below
+  // the first trainable layer (nothing before it needs one)
+  std::size_t frozen = 0;
+  for (auto& l : m.layers) {
+    if (l.name.rfind("layer2", 0) == 0) break;
+    if (has_weight(l.kind)) l.weight_grad = false;
+    l.input_grad = false;
+    ++frozen;
+  }
+  REQUIRE(frozen > 10);
+  const auto text = io::to_json_text(m);
+  CHECK(text.find("\"weight_grad\": false") != std::string::npos);
+  CHECK(text.find("\"weight_grad\": true") == std::string::npos);
+  const auto back = io::parse_model(text);
+  check_same_layers(back, m);
+  const auto after = cost::compute(back, c);
+  CHECK(after.forward == before.forward);
+  CHECK(after.backward_total() < before.backward_total());
+  // the frozen layers are attributed to the first stage's tensors: those now take no backward time
+  for (std::size_t i = 0; i < frozen; ++i)
+    if (const auto t = m.layers[i].tensor; t >= 0) CHECK(after.backward[static_cast<std::size_t>(t)] <= before.backward[static_cast<std::size_t>(t)]);
+}
+
 TEST_CASE("json: a measured profile round-trips and the timeline uses it") {
   auto m = zoo::make_model("ncf");
   m.layers.clear();
@@ -105,6 +133,10 @@ TEST_CASE("json: bad compute fields name their field") {
         "<model>:1: 'layers[0].elements': a layer_norm's elements must be its rows (m) x width (n), got 12 for m 4, n 4");
   CHECK(error_text(head + R"("layers": [{"kind": "conv", "m": 4, "n": 6, "k": 9, "groups": 0}]})") ==
         "<model>:1: 'layers[0].groups': must be in [1, 2^52], got 0");
+  CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": 3, "weight_grad": false}]})") ==
+        "<model>:1: 'layers[0].weight_grad': activation layers have no weight (linear, conv, matmul, batch_norm, layer_norm and embedding do)");
+  CHECK(error_text(head + R"("layers": [{"kind": "linear", "m": 4, "n": 4, "k": 4, "weight_grad": 0}]})").find(
+            "<model>:1: 'layers[0].weight_grad'") == 0);
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": -3}]})").find("<model>:1: 'layers[0].elements'") == 0);
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": 3, "speed": 1}]})").find("<model>:1: 'layers[0]") == 0);
   CHECK(error_text(R"({"tensors": [{"name": "w", "shape": [4], "ready_time": 0.5}]})") ==

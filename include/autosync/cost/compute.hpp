@@ -101,6 +101,14 @@
 //                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
 //                causal: half the products
 //
+// Backward runs what the layer's gradients need (model.hpp `input_grad`, `weight_grad`; both true
+// unless stated): without the input's gradient, no dgrad (linear, conv), no dA (matmul), and no
+// backward at all for the kinds that have no weight (attention, softmax, pooling, loss, the
+// elementwise kinds); without the weight's, no dW and bias reduction (with their transposes and
+// cast), no dB, no gamma/beta kernel (layer norm), no table gradient (embedding). Batch norm's one
+// backward pass computes both: it is dropped only without either. A frozen prefix of a network, or a
+// no_grad region, thus costs its forward alone.
+//
 // Under autocast every linear/conv also casts its fp32 weight to 16 bits in forward (r 4, w 2 per
 // parameter) and its 16-bit weight gradient back in backward (r 2, w 4); softmax casts its input
 // up and its output down (r 2 w 4, r 4 w 2) and back in backward; the loss casts its logits up.
@@ -469,6 +477,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
   layer_time t;
   t.forward = r.memory_or_sms((x + out + weights) * in, out * (depthwise_forward_output + taps * depthwise_forward_tap));
   if (l.input_grad) t.backward += r.memory_or_sms((out + weights + x) * in, x * depthwise_dgrad_input);
+  if (!l.weight_grad) return t;
   const std::int64_t blocks = l.n * l.k, resident = 8 * std::int64_t{d.multiprocessors};
   const double waves = static_cast<double>(roofline::ceil_div(blocks, resident));
   const double steps = static_cast<double>(roofline::ceil_div(l.m, 256));
@@ -506,23 +515,24 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
         t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, conv ? (x + weights + out) * in : 0.0, slow);
         if (l.input_grad)  // dX = dY W
           t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, conv ? (out + weights + x) * in : 0.0, slow);
-        t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
-                             conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
-                             conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
+        if (l.weight_grad)
+          t.backward += r.gemm(l.n, l.k, l.m, l.count, u, in, mixed ? 2.0 : 4.0,  // dW = dY^T X
+                               conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
+                               conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
       }
-      if (l.bias) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
+      if (l.bias && l.weight_grad) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
       if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after the convolution's kernel
       if (conv && !depthwise && !l.channels_last && tensor_cores && !pointwise) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
         // in and out (forward: x, W in, y back; backward: the wgrad's dy and x in, dW back, and
         // the dgrad's dy and W in, dx back)
         t.forward += r.memory(2.0 * x * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * out * in);
-        t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * x * in) + r.memory(2.0 * weights * in);
+        if (l.weight_grad) t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * x * in) + r.memory(2.0 * weights * in);
         if (l.input_grad) t.backward += r.memory(2.0 * out * in) + r.memory(2.0 * weights * in) + r.memory(2.0 * x * in);
       }
-      if (mixed) {  // the fp32 weight cast to 16 bits, its gradient cast back
+      if (mixed) {  // the fp32 weight cast to 16 bits (frozen too), its gradient cast back
         t.forward += r.memory(weights * 6.0);
-        t.backward += r.memory(weights * 6.0);
+        if (l.weight_grad) t.backward += r.memory(weights * 6.0);
       }
       if (mixed && l.fp32_input) {  // an fp32 input (a layer norm's output) cast alike, each step
         t.forward += r.memory(x * 6.0);
@@ -535,8 +545,8 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       const double in = mixed ? 2.0 : 4.0;
       const bool slow = misaligned_gemm(l.n, l.k, in);
       t.forward = r.gemm(l.m, l.n, l.k, l.count, u, in, in, 0.0, slow);
-      if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, 0.0, slow);  // dA = dC B^T
-      t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in, 0.0, slow);                     // dB = A^T dC
+      if (l.input_grad) t.backward += r.gemm(l.m, l.k, l.n, l.count, u, in, in, 0.0, slow);   // dA = dC B^T
+      if (l.weight_grad) t.backward += r.gemm(l.k, l.n, l.m, l.count, u, in, in, 0.0, slow);  // dB = A^T dC
       break;
     }
     case layer_kind::attention: {
@@ -554,7 +564,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       const double fwd_flops = waves * 4.0 * double(gemm_tile) * static_cast<double>(l.n) * static_cast<double>(l.k) * half;
       const double qkvo = 4.0 * static_cast<double>(l.m) * static_cast<double>(l.k) * static_cast<double>(l.count) * in;
       t.forward = d.kernel_floor + std::max(fwd_flops / rate, qkvo / r.memory_rate());
-      t.backward = d.kernel_floor + std::max(2.5 * fwd_flops / rate, 2.0 * qkvo / r.memory_rate());
+      if (l.input_grad) t.backward = d.kernel_floor + std::max(2.5 * fwd_flops / rate, 2.0 * qkvo / r.memory_rate());
       break;
     }
     case layer_kind::activation:
@@ -586,16 +596,19 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
     }
     case layer_kind::softmax:
       t.forward = r.memory(2.0 * E * b);
-      t.backward = r.memory(3.0 * E * b);
+      if (l.input_grad) t.backward = r.memory(3.0 * E * b);
       if (mixed) {  // autocast: 16-bit scores cast up, probabilities cast down; and back in backward
         t.forward += r.memory(6.0 * E) + r.memory(6.0 * E);
-        t.backward += r.memory(6.0 * E) + r.memory(6.0 * E);
+        if (l.input_grad) t.backward += r.memory(6.0 * E) + r.memory(6.0 * E);
       }
       break;
-    case layer_kind::batch_norm:
-      if (l.m > 0 && l.n > 0 && !l.channels_last && d.multiprocessors > 0) return batch_norm_time(l, p, d);
-      t.forward = r.memory(E * b) + r.memory(2.0 * E * b);
-      t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
+    case layer_kind::batch_norm:  // one backward pass computes both gradients: none only without either
+      if (l.m > 0 && l.n > 0 && !l.channels_last && d.multiprocessors > 0) t = batch_norm_time(l, p, d);
+      else {
+        t.forward = r.memory(E * b) + r.memory(2.0 * E * b);
+        t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
+      }
+      if (!l.input_grad && !l.weight_grad) t.backward = 0.0;
       break;
     case layer_kind::layer_norm:
       if (l.m > 0 && l.n > 0 && d.multiprocessors > 0) {  // PyTorch's kernels (layer_norm_forward_wave)
@@ -603,31 +616,35 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
         const double waves = static_cast<double>(roofline::ceil_div(l.m, layer_norm_rows_per_sm * d.multiprocessors));
         const double rate = r.memory_rate();
         t.forward = d.kernel_floor + std::max(2.0 * E * b / rate, waves * (layer_norm_forward_wave + N * layer_norm_forward_wave_element));
-        t.backward = d.kernel_floor + std::max(3.0 * E * b / rate, waves * (layer_norm_dgrad_wave + N * layer_norm_dgrad_wave_element)) +
-                     d.kernel_floor +
-                     std::max(2.0 * E * b / rate, static_cast<double>(l.m) * (layer_norm_gamma_row + N * layer_norm_gamma_element) / sms);
+        if (l.input_grad)
+          t.backward += d.kernel_floor + std::max(3.0 * E * b / rate, waves * (layer_norm_dgrad_wave + N * layer_norm_dgrad_wave_element));
+        if (l.weight_grad)
+          t.backward += d.kernel_floor +
+                        std::max(2.0 * E * b / rate, static_cast<double>(l.m) * (layer_norm_gamma_row + N * layer_norm_gamma_element) / sms);
         break;
       }
       t.forward = r.memory(2.0 * E * b);
-      t.backward = r.memory(3.0 * E * b) + r.memory(2.0 * E * b);
+      if (l.input_grad) t.backward += r.memory(3.0 * E * b);
+      if (l.weight_grad) t.backward += r.memory(2.0 * E * b);
       break;
     case layer_kind::max_pool: {
       const double out = static_cast<double>(l.outputs);
       const double nchw = l.channels_last ? 0.0 : E;  // input elements the SM-bound NCHW kernels walk
       t.forward = r.memory_or_sms(E * b + out * (b + 8.0), nchw * max_pool_forward_sm_seconds);
-      t.backward = r.memory(E * b) + r.memory_or_sms(out * (b + 8.0) + E * b, nchw * max_pool_backward_sm_seconds);
+      if (l.input_grad) t.backward = r.memory(E * b) + r.memory_or_sms(out * (b + 8.0) + E * b, nchw * max_pool_backward_sm_seconds);
       break;
     }
     case layer_kind::avg_pool: {
       const double out = static_cast<double>(l.outputs);
       t.forward = r.memory(E * b + out * b);
-      t.backward = r.memory(out * b + E * b);
+      if (l.input_grad) t.backward = r.memory(out * b + E * b);
       break;
     }
     case layer_kind::embedding: {
       // the table and its gradient stay fp32 (autocast does not cast embeddings)
       const double lookups = l.n > 0 ? E / static_cast<double>(l.n) : E;
       t.forward = r.memory(2.0 * E * 4.0 + 8.0 * lookups);
+      if (!l.weight_grad) break;  // a frozen table: its indices need no gradient
       if (sparse_gradient) {  // a sparse COO gradient: the indices and the rows of dY, copied once
         t.backward = r.memory(2.0 * E * 4.0 + 2.0 * 8.0 * lookups);
         break;
@@ -639,10 +656,10 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
     }
     case layer_kind::loss:
       t.forward = r.memory(2.0 * E * b) + r.memory(0.0);  // log-softmax; NLL reads one value per row
-      t.backward = r.memory(E * b) + r.memory(0.0) + r.memory(3.0 * E * b);  // zeros, scatter, log-softmax
+      if (l.input_grad) t.backward = r.memory(E * b) + r.memory(0.0) + r.memory(3.0 * E * b);  // zeros, scatter, log-softmax
       if (mixed) {  // 16-bit logits cast up; the gradient cast back down
         t.forward += r.memory(6.0 * E);
-        t.backward += r.memory(6.0 * E);
+        if (l.input_grad) t.backward += r.memory(6.0 * E);
       }
       break;
   }
