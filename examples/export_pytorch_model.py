@@ -52,7 +52,9 @@ the training precision: under bf16 / fp16 the dtypes are followed as CUDA autoca
 the ops fed by autocast's fp32 results (a layer norm's output, the fp32 residual stream) are marked
 `fp32_input`. A layer whose weight is frozen (requires_grad False) is written "weight_grad": false,
 one whose input needs no gradient "input_grad": false, and every op of a torch.no_grad() region
-both: backward runs none of their kernels. autosync prices the layers on the cluster's device (include/autosync/cost/
+both: backward runs none of their kernels. The layers of a block under torch.utils.checkpoint are
+written "recompute": true (backward runs their forward again); the forward of a custom
+torch.autograd.Function (a reentrant checkpoint's too) runs under no_grad but is differentiated. autosync prices the layers on the cluster's device (include/autosync/cost/
 compute.hpp) instead of FLOPs alone, which no real model reaches; ops without a rule of their own
 are priced as plain elementwise ops and named in "source".
 
@@ -73,6 +75,7 @@ import collections
 import json
 import math
 import statistics
+import os
 import sys
 import time
 
@@ -279,6 +282,29 @@ def _channels_last(x):
     return x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
+def _autograd_context():
+    """(in a checkpoint, in an autograd Function's forward) for the op being traced, from the Python
+    stack: a torch.utils.checkpoint.checkpoint frame (below it, reentrant or not, runs the
+    checkpointed code, which backward recomputes), and a
+    custom autograd Function's forward (a frame whose `ctx` is the Function's backward node, or,
+    PyTorch 2's setup_context style, Function.apply's own frame), which runs under no_grad while
+    backward still differentiates through it."""
+    ckpt = func = False
+    f = sys._getframe(2)
+    while f is not None and not (ckpt and func):
+        code = f.f_code
+        path = code.co_filename.replace(os.sep, "/")
+        if path.endswith("torch/utils/checkpoint.py") and code.co_name == "checkpoint":
+            ckpt = True  # (checkpoint_sequential runs its last segment itself, not checkpointed)
+        elif path.endswith("torch/autograd/function.py") and code.co_name == "apply":
+            func = True
+        elif "ctx" in code.co_varnames[:code.co_argcount] and \
+                isinstance(f.f_locals.get("ctx"), torch.autograd.function.BackwardCFunction):
+            func = True
+        f = f.f_back
+    return ckpt, func
+
+
 def _tensors_in(value):
     if isinstance(value, torch.Tensor):
         yield value
@@ -303,6 +329,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         self.generic = {}      # ops priced as a generic elementwise op: name -> count
         self.last_linear = None  # (layer, its output's storage): a bias add that follows is its bias
         self.names = []
+        self.recompute = False   # the op being recorded runs again in backward (activation checkpointing)
+        self.virtual = set()     # storages that would require a gradient (an autograd Function's no_grad forward)
 
     def _low(self, t):
         return self.low.get(_storage_key(t), False)
@@ -321,6 +349,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             self.current = new[-1]
         name = (self.names[-1] if self.names else "") or "model"
         layer = {"name": f"{name}:{op}", "kind": kind, "tensor": self.current}
+        if self.recompute:
+            layer["recompute"] = True
         if self.autocast and inputs:
             floats = [t for t in inputs if t.is_floating_point() and not self._weight(t)]
             if kind in ("linear", "conv"):
@@ -356,6 +386,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         if ret is not None and ret.alias_info is None:  # a fresh result: no dropout mask, even where it
             for o in outs:                               # reuses the storage of a freed one
                 self.noise.discard(_storage_key(o))
+                self.virtual.discard(_storage_key(o))
         if not outs or base in _VIEWLIKE:
             return
         y = outs[0]
@@ -376,12 +407,19 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 self.low[_storage_key(o)] = low
         if not y.is_floating_point() or y.numel() == 0 or not ins or base in _CREATION:
             return
-        # which gradients backward computes: none in a no_grad region; a frozen parameter
-        # (requires_grad False) none of its own, nor does an input that needs none
-        on = torch.is_grad_enabled()
+        # which gradients backward computes: none in a no_grad region (but an autograd Function's
+        # forward, a checkpoint's included, runs under no_grad and is differentiated all the same);
+        # a frozen parameter (requires_grad False) none of its own, nor does an input that needs none
+        ckpt, func = _autograd_context()
+        self.recompute = ckpt
+        on = torch.is_grad_enabled() or ckpt or func
         params = [i for i in (self._param(t) for t in ins) if i is not None] if on else []
-        grad = on and (any(t.requires_grad for t in ins if self._param(t) is None) or bool(params))
-        needs = lambda t: on and t is not None and bool(t.requires_grad)
+        # (inside an autograd Function's no_grad forward, what requires a gradient is followed here:
+        # `virtual`, the results of ops on such tensors, which backward will differentiate)
+        needs = lambda t: on and t is not None and (bool(t.requires_grad) or _storage_key(t) in self.virtual)
+        grad = on and (any(needs(t) for t in ins if self._param(t) is None) or bool(params))
+        if grad and not torch.is_grad_enabled():
+            self.virtual.update(_storage_key(o) for o in outs)
         # the gradient flags that are not the default (true): the layer's input's, its weight's
         flags = lambda x, w=None, weighted=False: dict(([("input_grad", False)] if not x else []) +
                                                       ([("weight_grad", False)] if weighted and not w else []))

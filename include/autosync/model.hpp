@@ -226,6 +226,8 @@ struct layer {
                                      // frozen parameters (requires_grad false) and no_grad regions:
                                      // fine-tuning a head over a frozen backbone. A layer with
                                      // neither gradient has no backward at all
+  bool recompute = false;            // activation checkpointing (torch.utils.checkpoint): backward
+                                     // runs the layer's forward kernels again before its own
   bool upcast = false;               // elementwise kinds under autocast (bf16 / fp16): the op runs in
                                      // fp32 because it is on autocast's fp32 list or is fed by one
                                      // (GPT-2's gelu_new: torch.pow), its input cast up and its

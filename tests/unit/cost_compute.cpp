@@ -449,6 +449,27 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     CHECK(t(l, precision::bf16).backward == 0.0);
     CHECK(t(l, precision::bf16).forward == full.forward);
   }
+  {  // activation checkpointing: backward runs the layer's forward kernels again, whatever its kind
+    layer lin;
+    lin.kind = layer_kind::linear;
+    lin.m = lin.n = lin.k = 1280;
+    lin.bias = true;
+    layer dw = op(layer_kind::activation, 1'000'000);
+    layer ln = op(layer_kind::layer_norm, 100'000 * 96);
+    ln.m = 100'000;
+    ln.n = 96;
+    for (layer l : {lin, dw, ln}) {
+      CAPTURE(name_of(l.kind));
+      const auto plain = t(l, precision::bf16);
+      l.recompute = true;
+      CHECK(t(l, precision::bf16).forward == plain.forward);
+      CHECK(t(l, precision::bf16).backward == plain.backward + plain.forward);
+      l.input_grad = false;  // a layer with no backward of its own is not kept for backward either:
+      l.weight_grad = false; // checkpointing recomputes it all the same (its forward, once more)
+      if (!has_weight(l.kind)) l.weight_grad = true;
+      CHECK(t(l, precision::bf16).backward == plain.forward);
+    }
+  }
   {  // a frozen embedding table: its indices need no gradient, so nothing in backward
     layer emb = op(layer_kind::embedding, 1000 * 8);
     emb.m = 50;

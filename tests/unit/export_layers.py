@@ -8,7 +8,9 @@ gradient, the tensor each layer is attributed to, the loss over the logits); a s
 scaled to 32 writes what a sample of 32 does; depthwise and grouped convolutions carry their
 groups; under bf16 the ops fed by autocast's fp32 results are marked fp32_input and nothing is
 under pytorch-fp32; frozen parameters and a no_grad region write weight_grad / input_grad false,
-and the fine-tuned model costs less than the same model trained whole; autosync loads the file
+and the fine-tuned model costs less than the same model trained whole; a block under
+torch.utils.checkpoint (reentrant or not) is recomputed, with the gradients of the plain model,
+and an autograd Function's no_grad forward is still differentiated; autosync loads the file
 and prices its layers (not FLOPs alone). With
 torchvision importable, torchvision's ResNet-50 and VGG16 exported this way cost what the zoo's
 hand-written descriptions of them cost, within 1 %. Exit 77 (skipped) without torch.
@@ -23,6 +25,7 @@ from export_common import setup  # noqa: E402
 
 ex, autosync, work = setup()
 import torch  # noqa: E402
+import torch.utils.checkpoint  # noqa: E402
 from torch import nn  # noqa: E402
 
 torch.manual_seed(0)
@@ -159,6 +162,63 @@ assert [l["name"] for l in all_doc["layers"] if l.get("input_grad") is False] ==
                                                                                   "model:sigmoid"], all_doc["layers"]
 
 
+# --- activation checkpointing and autograd Functions ---------------------------------------------------
+class Square(torch.autograd.Function):
+    """A custom Function: its forward runs under no_grad, and backward differentiates through it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2.0 * g * x
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return x + torch.relu(self.fc(self.norm(x)))
+
+
+class Checkpointed(nn.Module):
+    """a, then b under torch.utils.checkpoint (reentrant or not, or none), then c and a Function."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.a, self.b, self.c = Block(), Block(), Block()
+        self.mode = mode
+
+    def forward(self, x):
+        x = self.a(x)
+        if self.mode is None:
+            x = self.b(x)
+        else:
+            x = torch.utils.checkpoint.checkpoint(self.b, x, use_reentrant=self.mode == "reentrant")
+        return Square.apply(self.c(x))
+
+
+plain, _ = ex.trace_layers(Checkpointed(None), torch.randn(2, 16))
+assert not any("recompute" in l for l in plain)
+for mode in ("reentrant", "non-reentrant"):
+    ck, _ = ex.trace_layers(Checkpointed(mode), torch.randn(2, 16))
+    # the checkpointed block's layers are recomputed in backward; their gradients are those of the
+    # plain model (the reentrant checkpoint's forward runs under no_grad, but is differentiated)
+    assert [l["name"] for l in ck if l.get("recompute")] == ["b.norm:native_layer_norm", "b.fc:addmm", "b:relu", "b:add"], (mode, ck)
+    assert [{k: v for k, v in l.items() if k != "recompute"} for l in ck] == plain, (mode, ck)
+# the Function's product runs under no_grad and is differentiated: its gradient is computed
+assert plain[-1]["name"] == "model:mul" and plain[-1]["input_grad"] is True, plain[-1]
+ck_path, plain_path = os.path.join(work, "checkpointed.json"), os.path.join(work, "plain.json")
+ex.export(Checkpointed("non-reentrant"), ck_path, "checkpointed", batch_per_device=4096, sample_input=torch.randn(2, 16))
+ex.export(Checkpointed(None), plain_path, "plain", batch_per_device=4096, sample_input=torch.randn(2, 16))
+
+
 # --- autosync reads the file and prices its layers ----------------------------------------------------
 def compute_of(model, precision=None):
     """forward + backward as autosync prices them (the iteration less the exposed communication)"""
@@ -177,6 +237,9 @@ assert doc["precision"] == "bf16" and len(doc["layers"]) == 10 and "layers" not 
 with_layers, without = compute_of(path), compute_of(flops_only)
 # the fine-tuned model's frozen layers cost their forward alone: less than all of it trained
 assert compute_of(ft_path) < compute_of(all_path), (compute_of(ft_path), compute_of(all_path))
+# checkpointing adds the block's forward to backward: more than without, less than a second forward pass
+ck_time, plain_time = compute_of(ck_path), compute_of(plain_path)
+assert plain_time < ck_time < plain_time * 4.0 / 3.0, (ck_time, plain_time)
 # ten layers of at least one 4 us kernel each way; the FLOPs alone take under a microsecond
 assert with_layers > 20 * 4e-6 > 50 * without, (with_layers, without)
 

@@ -29,7 +29,7 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.tensor == y.tensor);
     CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.groups == y.groups && x.elements == y.elements &&
            x.outputs == y.outputs));
-    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.weight_grad == y.weight_grad && x.channels_last == y.channels_last &&
+    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.weight_grad == y.weight_grad && x.recompute == y.recompute && x.channels_last == y.channels_last &&
            x.upcast == y.upcast && x.fp32_input == y.fp32_input));
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].ready_time == b.tensors[i].ready_time);
@@ -69,7 +69,7 @@ TEST_CASE("json: layers, precision and the device roofline round-trip and predic
   }
 }
 
-TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) round-trips, written only where set, and costs less") {
+TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) and a recomputed layer round-trip, written only where set") {
   auto m = zoo::make_model("resnet50");
   CHECK(io::to_json_text(m).find("weight_grad") == std::string::npos);
   const auto c = zoo::dgx_h100(1);
@@ -84,7 +84,10 @@ TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) round-trips, wr
     ++frozen;
   }
   REQUIRE(frozen > 10);
+  m.layers.back().recompute = true;  // the loss, checkpointed: its forward again in backward
   const auto text = io::to_json_text(m);
+  CHECK(text.find("\"recompute\": true") != std::string::npos);
+  CHECK(text.find("\"recompute\": false") == std::string::npos);
   CHECK(text.find("\"weight_grad\": false") != std::string::npos);
   CHECK(text.find("\"weight_grad\": true") == std::string::npos);
   const auto back = io::parse_model(text);
@@ -92,6 +95,11 @@ TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) round-trips, wr
   const auto after = cost::compute(back, c);
   CHECK(after.forward == before.forward);
   CHECK(after.backward_total() < before.backward_total());
+  auto plain = m.layers.back();
+  plain.recompute = false;
+  const auto loss = cost::time_of(back.layers.back(), m.training_precision, c.nodes[0].compute);
+  const auto own = cost::time_of(plain, m.training_precision, c.nodes[0].compute);
+  CHECK(loss.backward == own.backward + own.forward);  // its own backward and the recomputed forward
   // the frozen layers are attributed to the first stage's tensors: those now take no backward time
   for (std::size_t i = 0; i < frozen; ++i)
     if (const auto t = m.layers[i].tensor; t >= 0) CHECK(after.backward[static_cast<std::size_t>(t)] <= before.backward[static_cast<std::size_t>(t)]);

@@ -107,7 +107,8 @@
 // elementwise kinds); without the weight's, no dW and bias reduction (with their transposes and
 // cast), no dB, no gamma/beta kernel (layer norm), no table gradient (embedding). Batch norm's one
 // backward pass computes both: it is dropped only without either. A frozen prefix of a network, or a
-// no_grad region, thus costs its forward alone.
+// no_grad region, thus costs its forward alone. A layer that is `recompute`d (activation
+// checkpointing) runs its forward kernels once more in backward: its forward time is added there.
 //
 // Under autocast every linear/conv also casts its fp32 weight to 16 bits in forward (r 4, w 2 per
 // parameter) and its 16-bit weight gradient back in backward (r 2, w 4); softmax casts its input
@@ -663,6 +664,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
       }
       break;
   }
+  if (l.recompute) t.backward += t.forward;  // activation checkpointing: the forward again, then backward
   return t;
 }
 
