@@ -21,6 +21,17 @@ using cost::math_unit;
 
 using testing::round_device;
 
+// A convolution's implicit GEMM (m x n x k) over `elements` input elements.
+layer conv(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t elements) {
+  layer l;
+  l.kind = layer_kind::conv;
+  l.m = m;
+  l.n = n;
+  l.k = k;
+  l.elements = elements;
+  return l;
+}
+
 layer op(layer_kind k, std::int64_t elements, std::int64_t count = 1) {
   layer l;
   l.kind = k;
@@ -278,12 +289,7 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
         doctest::Approx(g32 + K_ + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
   // a convolution on tensor cores in NCHW pays layout transposes; channels_last does not. A 3 x 3
   // convolution of 128 channels in: x is 1280 x 128, W 1280 x 1152, y 1280 x 1280.
-  layer c;
-  c.kind = layer_kind::conv;
-  c.m = 1280;
-  c.n = 1280;
-  c.k = 1152;
-  c.elements = 1280 * 128;  // input elements
+  layer c = conv(1280, 1280, 1152, 1280 * 128);  // 1280 x 128 input elements
   auto tr = [&](double elements) { return K_ + 2.0 * elements * 4 / 1e12; };  // one transpose of fp32 elements
   {
     const auto nchw = cost::time_of(c, precision::pytorch_fp32, d);
@@ -369,12 +375,7 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     CHECK(t(l, precision::bf16).forward == full.forward);
   }
   {  // an NCHW 3 x 3 convolution on tensor cores: the dgrad and its transposes (dy, W in, dx back)
-    layer c;
-    c.kind = layer_kind::conv;
-    c.m = 1280;
-    c.n = 1280;
-    c.k = 1152;
-    c.elements = 1280 * 128;
+    layer c = conv(1280, 1280, 1152, 1280 * 128);
     c.weight_grad = false;
     auto tr = [&](double elements) { return K + 2.0 * elements * 4 / 1e12; };
     const double x = 1280.0 * 128, w = 1280.0 * 1152, y = 1280.0 * 1280;
@@ -533,12 +534,7 @@ TEST_CASE("compute: a product whose rows are not 16-byte multiples runs at misal
   const auto a = cost::time_of(mm_aligned, precision::bf16, d), b = cost::time_of(mm, precision::bf16, d);
   CHECK(b.forward - K_ == doctest::Approx((a.forward - K_) / slow).epsilon(1e-9));
   // a convolution is never slowed: cuDNN pads its channels (a 3-channel stem, k = 3 x 7 x 7)
-  layer c;
-  c.kind = layer_kind::conv;
-  c.m = 1280;
-  c.n = 64;
-  c.k = 147;
-  c.elements = 1280 * 3;
+  layer c = conv(1280, 64, 147, 1280 * 3);
   c.channels_last = true;
   layer c8 = c;
   c8.k = 152;  // the same k tiles: the same math
