@@ -111,6 +111,7 @@ struct model_cluster_opts {
   std::string cluster = "p3.16xlarge-x4";
   std::string timeline;
   std::string precision;  // empty: the model's own (pytorch-fp32 unless its JSON says otherwise)
+  std::vector<std::string> recompute;  // layer-name prefixes checkpointed (model_spec::recompute_layers)
 };
 inline void add_model_cluster(CLI::App* sub, model_cluster_opts& o) {
   sub->add_option("--model", o.model, "zoo model name or model JSON file")->capture_default_str();
@@ -122,11 +123,25 @@ inline void add_model_cluster(CLI::App* sub, model_cluster_opts& o) {
                   "training precision: pytorch-fp32 (PyTorch's default: TF32 convolutions, fp32 matmuls), fp32, tf32, "
                   "bf16 or fp16 (autocast); default: the model's own")
       ->check(CLI::IsMember(names));
+  sub->add_option("--recompute", o.recompute,
+                  "activation checkpointing: the layers whose names start with one of these prefixes (comma separated; "
+                  "h. for GPT-2's blocks, encoder.layer. for BERT's) run their forward again in backward, as under "
+                  "torch.utils.checkpoint")
+      ->delimiter(',');
 }
-// The model of --model with --precision applied.
+// The model of --model with --precision and --recompute applied.
 inline model_spec load_model(const model_cluster_opts& o) {
   model_spec m = load_model(o.model);
   if (!o.precision.empty()) m.training_precision = *parse_precision(o.precision);
+  if (!o.recompute.empty() && m.has_profile())
+    throw error("--recompute", "model '" + m.name + "' has a measured profile, whose times are taken as they are "
+                               "(profile it with its blocks checkpointed instead)");
+  if (!o.recompute.empty() && m.layers.empty())
+    throw error("--recompute", "model '" + m.name + "' has no layers to recompute (it is priced from its FLOPs)");
+  for (const auto& p : o.recompute)
+    if (p.empty() || m.recompute_layers(p) == 0)
+      throw error("--recompute", "no layer of model '" + m.name + "' starts with '" + p + "' (its first layer is '" +
+                                     m.layers.front().name + "', its last '" + m.layers.back().name + "')");
   return m;
 }
 

@@ -303,6 +303,19 @@ struct model_spec {
       if (tensors[i].name == tensor_name) return i;
     return std::nullopt;
   }
+  // Activation checkpointing of the layers whose names start with `prefix` (a block's, as
+  // torch.utils.checkpoint wraps it: "h." for GPT-2's blocks): each is `recompute`d, its forward
+  // run again in backward. Returns how many layers the prefix names.
+  constexpr std::size_t recompute_layers(std::string_view prefix) {
+    std::size_t n = 0;
+    for (auto& l : layers)
+      if (std::string_view(l.name).starts_with(prefix)) {
+        l.recompute = true;
+        ++n;
+      }
+    return n;
+  }
+
   // Tensor indices in the order backward makes them ready (first ready first).
   [[nodiscard]] constexpr std::vector<std::size_t> backward_order() const {
     std::vector<std::size_t> idx(tensors.size());
