@@ -594,30 +594,34 @@ def _scaled(layer, s):
     return r
 
 
-def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_device=None, loss=None):
-    """The layers of one forward pass of `module` on `sample_input` (model.hpp `layer`, in forward
-    order, as JSON objects), scaled from the sample's batch to `batch_per_device`; with `loss`
-    "cross_entropy", a loss layer over the output's elements (the logits) after them. Returns
-    (layers, generic): `generic` counts the ops priced as a plain elementwise op (no rule of their own)."""
+def _check_layer_options(precision, loss):
     if precision not in _PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, got '{precision}'")
     if loss not in (None, "none", "cross_entropy"):
         raise ValueError(f"loss must be 'cross_entropy' or none, got '{loss}'")
-    args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
-    sample_batch = int(_first_tensor(args).shape[0])
-    s = float(batch_per_device) / sample_batch if batch_per_device else 1.0
+
+
+def _traced_forward(module, args, precision):
+    """One forward pass of `module` on `args` under the layer trace: (trace, output). The caller
+    restores the module's state (_saved_state before, _restore_state after)."""
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
     frozen = [p for p in module.parameters() if not p.requires_grad]
     trace = _LayerTrace(params, precision in ("bf16", "fp16"), frozen)
     handles = _module_names(module, trace)
-    saved_state = _saved_state(module)
     try:
         with torch.enable_grad(), trace:
             output = module(*args)
     finally:
         for h in handles:
             h.remove()
-        _restore_state(module, saved_state)
+    return trace, output
+
+
+def _layers_of(module, args, trace, output, precision, batch_per_device, loss):
+    """trace_layers' result from the traced pass on `args`: its layers scaled to batch_per_device
+    (a second trace tells the fields that grow with the batch), the loss layer after them."""
+    sample_batch = int(_first_tensor(args).shape[0])
+    s = float(batch_per_device) / sample_batch if batch_per_device else 1.0
     layers = [_scaled(l, s) for l in trace.layers]
     if s != 1.0:
         # a second trace with one more sample (the first repeated): a field that grows by one sample's
@@ -638,6 +642,21 @@ def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_devic
         layers.append({"name": "loss", "kind": "loss", "tensor": trace.current,
                        "elements": max(1, int(round(y.numel() * s))), **({} if y.requires_grad else {"input_grad": False})})
     return layers, trace.generic
+
+
+def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_device=None, loss=None):
+    """The layers of one forward pass of `module` on `sample_input` (model.hpp `layer`, in forward
+    order, as JSON objects), scaled from the sample's batch to `batch_per_device`; with `loss`
+    "cross_entropy", a loss layer over the output's elements (the logits) after them. Returns
+    (layers, generic): `generic` counts the ops priced as a plain elementwise op (no rule of their own)."""
+    _check_layer_options(precision, loss)
+    args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
+    saved_state = _saved_state(module)
+    try:
+        trace, output = _traced_forward(module, args, precision)
+    finally:
+        _restore_state(module, saved_state)
+    return _layers_of(module, args, trace, output, precision, batch_per_device, loss)
 
 
 def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, device=None):
@@ -763,10 +782,17 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         saved_grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in params}
         for _, p in params:
             p.grad = None
+        if layers:
+            _check_layer_options(precision, loss)
+        # one forward pass: its FLOPs (the meter's hooks), its layers (the trace), then one backward
+        # for the ready order
         meter = _Meter(module)
         try:
-            with torch.enable_grad():
-                output = module(*args)
+            if layers:
+                trace, output = _traced_forward(module, args, precision)
+            else:
+                with torch.enable_grad():
+                    output = module(*args)
             order = _ready_order(module, output, params)
         finally:
             meter.close()
@@ -777,7 +803,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         touched = meter.touched
         forward = meter.forward * scale
         if layers:
-            traced, generic = trace_layers(module, sample_input, precision, batch_per_device, loss)
+            traced, generic = _layers_of(module, args, trace, output, precision, batch_per_device, loss)
     if batch_per_device is None:
         batch_per_device = 1
 

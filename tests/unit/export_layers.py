@@ -62,6 +62,11 @@ assert all("groups" not in l and "fp32_input" not in l for l in layers)
 # a sample of 2 scaled to 32 writes what a sample of 32 does
 direct, _ = ex.trace_layers(toy, sample(32), batch_per_device=32, loss="cross_entropy")
 assert direct == layers
+# export() traces the layers in the pass that measures the FLOPs and the ready order: the same layers
+two = sample(2)
+exported = ex.export(toy, os.path.join(work, "toy_once.json"), "toy", batch_per_device=32, sample_input=two, loss="cross_entropy")
+assert exported["layers"] == ex.trace_layers(toy, two, batch_per_device=32, loss="cross_entropy")[0] == layers
+assert [t["ready_order"] for t in exported["tensors"]] == [7, 5, 6, 3, 4, 2, 1, 0], exported["tensors"]  # fc, embed, conv2, bn1, conv1
 
 
 # --- depthwise and grouped convolutions -----------------------------------------------------------
