@@ -51,10 +51,11 @@ cross_entropy (the default here) adds a loss layer over the output (the logits).
 the training precision: under bf16 / fp16 the dtypes are followed as CUDA autocast sets them, so
 the ops fed by autocast's fp32 results (a layer norm's output, the fp32 residual stream) are marked
 `fp32_input`. A layer whose weight is frozen (requires_grad False) is written "weight_grad": false,
-one whose input needs no gradient "input_grad": false, and every op of a torch.no_grad() region
-both: backward runs none of their kernels. The layers of a block under torch.utils.checkpoint are
-written "recompute": true (backward runs their forward again); the forward of a custom
-torch.autograd.Function (a reentrant checkpoint's too) runs under no_grad but is differentiated. autosync prices the layers on the cluster's device (include/autosync/cost/
+one whose bias is frozen "bias_grad": false, one whose input needs no gradient "input_grad": false,
+and every op of a torch.no_grad() region all three: backward runs none of their kernels. The layers
+of a torch.utils.checkpoint call that needs some gradient are written "recompute": true (backward
+runs their forward again); the forward of a custom torch.autograd.Function (a reentrant
+checkpoint's too) runs under no_grad but is differentiated when its backward node has inputs. autosync prices the layers on the cluster's device (include/autosync/cost/
 compute.hpp) instead of FLOPs alone, which no real model reaches; ops without a rule of their own
 are priced as plain elementwise ops and named in "source".
 
@@ -283,26 +284,45 @@ def _channels_last(x):
 
 
 def _autograd_context():
-    """(in a checkpoint, in an autograd Function's forward) for the op being traced, from the Python
-    stack: a torch.utils.checkpoint.checkpoint frame (below it, reentrant or not, runs the
-    checkpointed code, which backward recomputes), and a
-    custom autograd Function's forward (a frame whose `ctx` is the Function's backward node, or,
-    PyTorch 2's setup_context style, Function.apply's own frame), which runs under no_grad while
-    backward still differentiates through it."""
-    ckpt = func = False
+    """(checkpoint, differentiated) for the op being traced, from the Python stack.
+
+    checkpoint: the outermost torch.utils.checkpoint.checkpoint frame the op runs below (None: none).
+    Reentrant or not, the code below it is what backward runs again, when its region needs any
+    gradient (checkpoint_sequential runs its last segment itself, not checkpointed).
+    differentiated: None outside any autograd Function's forward; else whether the outermost one is
+    differentiated, i.e. its backward node has edges (it ran in grad mode on inputs that need
+    gradients). A Function's forward runs under no_grad, and so does whatever it calls (another
+    Function, a reentrant checkpoint's code), but backward differentiates through it when it is.
+    A Function's forward is a frame whose first argument is its backward node (ctx), or, PyTorch 2's
+    setup_context style, Function.apply's own frame (differentiated: a tensor argument needs a
+    gradient)."""
+    ckpt, diff, node = None, None, False
     f = sys._getframe(2)
-    while f is not None and not (ckpt and func):
+    while f is not None:
         code = f.f_code
         path = code.co_filename.replace(os.sep, "/")
         if path.endswith("torch/utils/checkpoint.py") and code.co_name == "checkpoint":
-            ckpt = True  # (checkpoint_sequential runs its last segment itself, not checkpointed)
+            ckpt = f
         elif path.endswith("torch/autograd/function.py") and code.co_name == "apply":
-            func = True
-        elif "ctx" in code.co_varnames[:code.co_argcount] and \
-                isinstance(f.f_locals.get("ctx"), torch.autograd.function.BackwardCFunction):
-            func = True
+            if not node:  # (a forward with its ctx below, already judged by its node)
+                diff = any(isinstance(a, torch.Tensor) and a.requires_grad for a in f.f_locals.get("args", ()))
+            node = False
+        elif code.co_argcount > 0:
+            first = f.f_locals.get(code.co_varnames[0])
+            if isinstance(first, torch.autograd.function.BackwardCFunction):
+                diff, node = bool(getattr(first, "next_functions", ())), True
         f = f.f_back
-    return ckpt, func
+    return ckpt, diff
+
+
+_WEIGHTED = ("linear", "conv", "matmul", "batch_norm", "layer_norm", "embedding")
+
+
+def _has_backward(layer):
+    """Whether backward computes any gradient of a traced layer (its flags: model.hpp)."""
+    k = layer["kind"]
+    return ((k != "embedding" and layer.get("input_grad", True)) or (k in _WEIGHTED and layer.get("weight_grad", True))
+            or ((layer.get("bias") or k in ("batch_norm", "layer_norm")) and layer.get("bias_grad", True)))
 
 
 def _tensors_in(value):
@@ -329,7 +349,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         self.generic = {}      # ops priced as a generic elementwise op: name -> count
         self.last_linear = None  # (layer, its output's storage): a bias add that follows is its bias
         self.names = []
-        self.recompute = False   # the op being recorded runs again in backward (activation checkpointing)
+        self.region = None       # the checkpoint call the op being recorded runs below (a frame), if any
+        self.regions = {}        # id(frame) -> (frame, number): the checkpoint calls seen (frames held: ids stay theirs)
         self.virtual = set()     # storages that would require a gradient (an autograd Function's no_grad forward)
 
     def _low(self, t):
@@ -349,8 +370,9 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             self.current = new[-1]
         name = (self.names[-1] if self.names else "") or "model"
         layer = {"name": f"{name}:{op}", "kind": kind, "tensor": self.current}
-        if self.recompute:
-            layer["recompute"] = True
+        if self.region is not None:
+            frame = self.regions.setdefault(id(self.region), (self.region, len(self.regions)))
+            layer["_region"] = frame[1]
         if self.autocast and inputs:
             floats = [t for t in inputs if t.is_floating_point() and not self._weight(t)]
             if kind in ("linear", "conv"):
@@ -362,6 +384,21 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         layer.update(fields)
         self.layers.append(layer)
         return layer
+
+    def settle(self):
+        """After the pass: each checkpoint call's layers are recomputed in backward when any of them
+        needs a gradient (else nothing of the call is kept for backward: nothing runs again)."""
+        calls = {}
+        for l in self.layers:
+            r = l.pop("_region", None)
+            if r is not None:
+                calls.setdefault(r, []).append(l)
+        for ls in calls.values():
+            if any(_has_backward(l) for l in ls):
+                for l in ls:
+                    l["recompute"] = True
+        self.regions.clear()
+        self.region = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -410,9 +447,9 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         # which gradients backward computes: none in a no_grad region (but an autograd Function's
         # forward, a checkpoint's included, runs under no_grad and is differentiated all the same);
         # a frozen parameter (requires_grad False) none of its own, nor does an input that needs none
-        ckpt, func = _autograd_context()
-        self.recompute = ckpt
-        on = torch.is_grad_enabled() or ckpt or func
+        ckpt, diff = _autograd_context()
+        self.region = ckpt
+        on = torch.is_grad_enabled() if diff is None else diff
         params = [i for i in (self._param(t) for t in ins) if i is not None] if on else []
         # (inside an autograd Function's no_grad forward, what requires a gradient is followed here:
         # `virtual`, the results of ops on such tensors, which backward will differentiate)
@@ -420,9 +457,11 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         grad = on and (any(needs(t) for t in ins if self._param(t) is None) or bool(params))
         if grad and not torch.is_grad_enabled():
             self.virtual.update(_storage_key(o) for o in outs)
-        # the gradient flags that are not the default (true): the layer's input's, its weight's
-        flags = lambda x, w=None, weighted=False: dict(([("input_grad", False)] if not x else []) +
-                                                      ([("weight_grad", False)] if weighted and not w else []))
+        # the gradient flags that are not the default (true): the layer's input's, its weight's, its
+        # bias's (a bias that exists: b, or a norm's, whose missing weight or bias takes none)
+        flags = lambda x, w=None, weighted=False, b=None, biased=False: dict(
+            ([("input_grad", False)] if not x else []) + ([("weight_grad", False)] if weighted and not w else []) +
+            ([("bias_grad", False)] if biased and not b else []))
         key = _storage_key
         # a linear of more than two dimensions that PyTorch ran as a product and a bias add
         # (F.linear: matmul, then add): the add is the linear's bias, in its dtype
@@ -433,6 +472,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             other = [t for t in ins if not self._weight(t)]
             if bias.dim() == 1 and other and key(other[0]) == at and not layer.get("bias"):
                 layer["bias"] = True
+                if not needs(bias):
+                    layer["bias_grad"] = False
                 self.last_linear = None
                 if params and params[0] not in self.used:  # the bias's first use: the linear's, as for addmm
                     self.used.add(params[0])
@@ -462,7 +503,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             m = int(x.numel() // x.shape[1]) if transposed else int(y.numel() // n)
             self._add("conv", op, params, [x], m=m, n=n, k=int(k), elements=int(x.numel()),
                       bias=b is not None, input_grad=needs(x), channels_last=_channels_last(x), **extra,
-                      **flags(True, needs(w), True))
+                      **flags(True, needs(w), True, needs(b), b is not None))
             return
         if base in ("addmm", "mm", "addmv", "mv", "linear"):
             if base == "linear":
@@ -488,7 +529,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 rows = int(y.numel() // max(out_f, 1))
                 layer = self._add("linear", op, params, [x], m=rows, n=out_f, k=in_f,
                                   bias=self._weight(b), input_grad=needs(x),
-                                  **flags(True, needs(w), True))
+                                  **flags(True, needs(w), True, needs(b), self._weight(b)))
                 self.last_linear = (layer, key(y))
                 return
             a1, a2 = mats
@@ -497,6 +538,14 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             return
         if base in ("bmm", "baddbmm"):
             a1, a2 = named["batch1" if base == "baddbmm" else "self"], named["batch2" if base == "baddbmm" else "mat2"]
+            if self._weight(a2) and a2.stride(0) == 0:  # F.linear on a non-contiguous input: X W^T, W expanded
+                b = named.get("self") if base == "baddbmm" else None
+                bias = b is not None and self._weight(b)
+                layer = self._add("linear", op, params, [a1], m=int(a1.shape[0] * a1.shape[1]), n=int(a2.shape[2]),
+                                  k=int(a1.shape[2]), bias=bias, input_grad=needs(a1),
+                                  **flags(True, needs(a2), True, needs(b), bias))
+                self.last_linear = (layer, key(y))
+                return
             self._add("matmul", op, params, [a1, a2], m=int(a1.shape[1]), n=int(a2.shape[2]), k=int(a1.shape[2]),
                       count=int(a1.shape[0]), **flags(needs(a1), needs(a2), True))
             return
@@ -511,7 +560,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
             x = ins[0]
             c = int(x.shape[1]) if x.dim() > 1 else 1
             self._add("batch_norm", op, params, [x], m=int(x.shape[0]), n=c, elements=int(x.numel()),
-                      **flags(needs(x), needs(named.get("weight")), True))
+                      **flags(needs(x), needs(named.get("weight")), True, needs(named.get("bias")), True))
             return
         if base in ("native_layer_norm", "layer_norm", "native_group_norm", "group_norm", "_fused_rms_norm", "rms_norm"):
             x = ins[0]
@@ -521,7 +570,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 if width > 0 and x.numel() % width == 0:
                     shape = {"m": int(x.numel() // width), "n": int(width)}
             self._add("layer_norm", op, params, [x], elements=int(x.numel()), **shape,
-                      **flags(needs(x), needs(named.get("weight")), True))
+                      **flags(needs(x), needs(named.get("weight")), True, needs(named.get("bias")), True))
             return
         if base in ("embedding", "embedding_bag", "_embedding_bag"):
             w = named.get("weight", args[0])
@@ -614,6 +663,7 @@ def _traced_forward(module, args, precision):
     finally:
         for h in handles:
             h.remove()
+    trace.settle()
     return trace, output
 
 
@@ -793,6 +843,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
             else:
                 with torch.enable_grad():
                     output = module(*args)
+            meter.close()  # (before backward, which reruns a checkpoint's forward: no FLOPs twice)
             order = _ready_order(module, output, params)
         finally:
             meter.close()

@@ -195,6 +195,10 @@ inline constexpr layer_kind all_layer_kinds[] = {
   return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::matmul || k == layer_kind::batch_norm ||
          k == layer_kind::layer_norm || k == layer_kind::embedding;
 }
+// The kinds that may have a bias (layer::bias_grad).
+[[nodiscard]] constexpr bool has_bias(layer_kind k) noexcept {
+  return k == layer_kind::linear || k == layer_kind::conv || k == layer_kind::batch_norm || k == layer_kind::layer_norm;
+}
 
 // One layer (one framework op, or a module's op) in forward order. `tensor` is the tensor whose
 // gradient becomes ready right after this layer's backward: the layer's own weight (or bias),
@@ -220,12 +224,15 @@ struct layer {
                                      // layer whose input needs none, for elementwise ops whose
                                      // gradient passes through unchanged (adding a constant mask),
                                      // and for layers of a frozen prefix or a no_grad region
-  bool weight_grad = true;           // backward computes the layer's weight gradient: linear, conv
-                                     // (and their bias), matmul (its second operand, dB), batch and
-                                     // layer norm (gamma and beta), embedding (the table). false for
-                                     // frozen parameters (requires_grad false) and no_grad regions:
-                                     // fine-tuning a head over a frozen backbone. A layer with
-                                     // neither gradient has no backward at all
+  bool weight_grad = true;           // backward computes the layer's weight gradient: linear, conv,
+                                     // matmul (its second operand, dB), batch and layer norm (gamma),
+                                     // embedding (the table). false for frozen parameters
+                                     // (requires_grad false) and no_grad regions: fine-tuning a head
+                                     // over a frozen backbone. A layer with no gradient to compute
+                                     // has no backward at all
+  bool bias_grad = true;             // ... and its bias's: linear and conv with `bias`, batch and
+                                     // layer norm (beta). false where the bias is frozen; a frozen
+                                     // weight with a trained bias is BitFit
   bool recompute = false;            // activation checkpointing (torch.utils.checkpoint): backward
                                      // runs the layer's forward kernels again before its own
   bool upcast = false;               // elementwise kinds under autocast (bf16 / fp16): the op runs in
@@ -389,6 +396,8 @@ struct model_spec {
       if (!l.weight_grad && !has_weight(l.kind))
         throw error(f + ".weight_grad",
                     std::string(name_of(l.kind)) + " layers have no weight (linear, conv, matmul, batch_norm, layer_norm and embedding do)");
+      if (!l.bias_grad && !has_bias(l.kind))
+        throw error(f + ".bias_grad", std::string(name_of(l.kind)) + " layers have no bias (linear, conv, batch_norm and layer_norm may)");
       if (l.groups > 1 && l.n % l.groups != 0)
         throw error(f + ".groups", "must divide the output channels (n = " + std::to_string(l.n) + "), got " + std::to_string(l.groups));
       if (matrix_kind(l.kind)) {

@@ -351,7 +351,7 @@ TEST_CASE("compute: a linear layer — forward GEMM, dX and dW GEMMs, the bias r
         doctest::Approx(K_ + 2.0 * 1280 * 1280 * 2 / 1e12).epsilon(1e-9));
 }
 
-TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops its gradients' kernels") {
+TEST_CASE("compute: a frozen layer (weight_grad, bias_grad false) or a no_grad region drops its gradients' kernels") {
   const auto d = round_device();
   const double K = 1e-6;
   auto t = [&](const layer& l, precision p) { return cost::time_of(l, p, d); };
@@ -363,7 +363,9 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     const double g32 = K + 2.0 * 1280.0 * 1280 * 1280 / 50e12, g16 = K + 2.0 * 1280.0 * 1280 * 1280 / 200e12;
     const double cast = K + 1280.0 * 1280 * 6 / 1e12;
     const auto full = t(l, precision::bf16);
-    l.weight_grad = false;
+    l.weight_grad = false;  // BitFit: the frozen weight's dW goes, the trained bias's reduction stays
+    CHECK(t(l, precision::pytorch_fp32).backward == doctest::Approx(g32 + K + 1280.0 * 1280 * 4 / 1e12).epsilon(1e-12));
+    l.bias_grad = false;
     CHECK(t(l, precision::pytorch_fp32).forward == doctest::Approx(g32).epsilon(1e-12));
     CHECK(t(l, precision::pytorch_fp32).backward == doctest::Approx(g32).epsilon(1e-12));
     // under autocast the frozen weight is still cast in forward; no gradient is cast back
@@ -373,6 +375,8 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     l.input_grad = false;
     CHECK(t(l, precision::bf16).backward == 0.0);
     CHECK(t(l, precision::bf16).forward == full.forward);
+    l.weight_grad = true;  // a trained weight with a frozen bias: dW alone, no reduction
+    CHECK(t(l, precision::bf16).backward == doctest::Approx(g16 + cast).epsilon(1e-12));
   }
   {  // an NCHW 3 x 3 convolution on tensor cores: the dgrad and its transposes (dy, W in, dx back)
     layer c = conv(1280, 1280, 1152, 1280 * 128);
@@ -404,13 +408,15 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     mm.weight_grad = true;
     CHECK(t(mm, precision::fp32).backward == doctest::Approx(g).epsilon(1e-12));
   }
-  {  // a layer norm's two backward kernels: dx (input_grad) and gamma/beta (weight_grad)
+  {  // a layer norm's two backward kernels: dx (input_grad) and gamma/beta (weight_grad or bias_grad)
     layer ln = op(layer_kind::layer_norm, 100'000 * 96);
     ln.m = 100'000;
     ln.n = 96;
     const double dx = 625 * (cost::layer_norm_dgrad_wave + 96 * cost::layer_norm_dgrad_wave_element);
     const double gamma = 100'000 * (cost::layer_norm_gamma_row + 96 * cost::layer_norm_gamma_element) / 10;
-    ln.weight_grad = false;
+    ln.weight_grad = false;  // beta alone still takes the column kernel
+    CHECK(t(ln, precision::bf16).backward == doctest::Approx(K + dx + K + gamma));
+    ln.bias_grad = false;
     CHECK(t(ln, precision::bf16).backward == doctest::Approx(K + dx));
     ln.weight_grad = true;
     ln.input_grad = false;
@@ -420,12 +426,14 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
     ln.weight_grad = false;
     CHECK(t(ln, precision::bf16).backward == 0.0);
   }
-  {  // batch norm's one backward pass computes both gradients: dropped only without either
+  {  // batch norm's one backward pass computes every gradient: dropped only without any
     layer bn = op(layer_kind::batch_norm, 1'000'000);
     const auto full = t(bn, precision::pytorch_fp32);
     bn.weight_grad = false;
     CHECK(t(bn, precision::pytorch_fp32).backward == full.backward);
-    bn.input_grad = false;
+    bn.input_grad = false;  // BitFit's batch norm: beta alone
+    CHECK(t(bn, precision::pytorch_fp32).backward == full.backward);
+    bn.bias_grad = false;
     CHECK(t(bn, precision::pytorch_fp32).backward == 0.0);
     CHECK(t(bn, precision::pytorch_fp32).forward == full.forward);
     bn.m = 32;  // the latency-bound kernels alike
@@ -465,9 +473,11 @@ TEST_CASE("compute: a frozen layer (weight_grad false) or a no_grad region drops
       l.recompute = true;
       CHECK(t(l, precision::bf16).forward == plain.forward);
       CHECK(t(l, precision::bf16).backward == plain.backward + plain.forward);
-      l.input_grad = false;  // a layer with no backward of its own is not kept for backward either:
-      l.weight_grad = false; // checkpointing recomputes it all the same (its forward, once more)
-      if (!has_weight(l.kind)) l.weight_grad = true;
+      // a layer with no gradient of its own is rerun all the same when its checkpointed region is
+      // (the exporter flags a region whose layers need some gradient)
+      l.input_grad = false;
+      l.weight_grad = !has_weight(l.kind);
+      l.bias_grad = !has_bias(l.kind);
       CHECK(t(l, precision::bf16).backward == plain.forward);
     }
   }

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_common import setup  # noqa: E402
@@ -138,18 +139,18 @@ class Finetune(nn.Module):
 
 ft_model = Finetune()
 ft, _ = ex.trace_layers(ft_model, (torch.randn(2, 3, 8, 8), torch.randint(0, 100, (2,))), loss="cross_entropy")
-grads = [(l["kind"], l.get("input_grad", True), l.get("weight_grad", True)) for l in ft]
-assert grads == [("conv", False, False), ("batch_norm", False, False), ("activation", False, True),
-                 ("conv", False, True), ("avg_pool", True, True),
-                 ("layer_norm", True, False), ("linear", True, False), ("embedding", True, False), ("add", True, True),
-                 ("linear", False, False), ("activation", False, True),
-                 ("scale", True, True), ("linear", True, True), ("loss", True, True)], grads
+grads = [(l["kind"], l.get("input_grad", True), l.get("weight_grad", True), l.get("bias_grad", True)) for l in ft]
+assert grads == [("conv", False, False, False), ("batch_norm", False, False, False), ("activation", False, True, True),
+                 ("conv", False, True, True), ("avg_pool", True, True, True),
+                 ("layer_norm", True, False, False), ("linear", True, False, False), ("embedding", True, False, True),
+                 ("add", True, True, True), ("linear", False, False, False), ("activation", False, True, True),
+                 ("scale", True, True, True), ("linear", True, True, True), ("loss", True, True, True)], grads
 # tensors: 0-1 conv, 2-3 side, 4-5 head (the trainable ones); the frozen stem comes before them all
 assert [l["tensor"] for l in ft][:2] == [-1, -1] and ft[3]["tensor"] == 1 and ft[-2]["tensor"] == 5, ft
-# weight_grad is written only where false, and only on the kinds with a weight (the frozen linear
-# is a linear, its bias its own)
-assert all(l.get("weight_grad", False) is False for l in ft)
-assert all("weight_grad" not in l for l in ft if l["kind"] in ("activation", "avg_pool", "add", "scale", "loss"))
+# weight_grad and bias_grad are written only where false, and only on the kinds with a weight or a
+# bias (the frozen linear is a linear, its bias its own)
+assert all(l.get("weight_grad", False) is False and l.get("bias_grad", False) is False for l in ft)
+assert all("weight_grad" not in l and "bias_grad" not in l for l in ft if l["kind"] in ("activation", "avg_pool", "add", "scale", "loss"))
 assert ft[6]["name"] == "mid:addmm" and ft[6]["bias"] and (ft[6]["m"], ft[6]["n"], ft[6]["k"]) == (2, 8, 8), ft[6]
 ft_path, all_path = os.path.join(work, "finetune.json"), os.path.join(work, "trainable.json")
 ft_sample = (torch.randn(2, 3, 8, 8), torch.randint(0, 100, (2,)))
@@ -219,6 +220,55 @@ for mode in ("reentrant", "non-reentrant"):
     assert [{k: v for k, v in l.items() if k != "recompute"} for l in ck] == plain, (mode, ck)
 # the Function's product runs under no_grad and is differentiated: its gradient is computed
 assert plain[-1]["name"] == "model:mul" and plain[-1]["input_grad"] is True, plain[-1]
+
+
+class Stack(nn.Module):
+    """Four checkpointed blocks over a frozen table's lookup, the lower two frozen, and a teacher
+    block under no_grad: what backward runs again is only what needs a gradient."""
+
+    def __init__(self, reentrant):
+        super().__init__()
+        self.table = nn.Embedding(100, 16).requires_grad_(False)
+        self.blocks = nn.ModuleList(Block() for _ in range(4))
+        self.teacher = Block()
+        self.head = nn.Linear(16, 4)
+        for b in self.blocks[:2]:
+            b.requires_grad_(False)
+        self.reentrant = reentrant
+
+    def forward(self, ids):
+        x = self.table(ids)
+        for b in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(b, x, use_reentrant=self.reentrant)
+        with torch.no_grad():
+            t = torch.utils.checkpoint.checkpoint(self.teacher, x, use_reentrant=self.reentrant)
+        return self.head(x + t)
+
+
+for reentrant in (True, False):
+    st = Stack(reentrant)
+    ids = torch.randint(0, 100, (2, 3))
+    sl, _ = ex.trace_layers(st, ids)
+    block = lambda name: name.split(":")[0].split(".")[1]  # blocks.2.fc:addmm, blocks.2:relu -> 2
+    trained = {block(l["name"]) for l in sl if l["name"].startswith("blocks.") and l["kind"] == "linear"
+               and l.get("weight_grad", True)}
+    again = {block(l["name"]) for l in sl if l.get("recompute") and l["name"].startswith("blocks.")}
+    # ground truth: the parameters PyTorch gives a gradient, and the blocks it runs again
+    runs = {}
+    hooks = [b.register_forward_hook(lambda m, i, o, k=k: runs.__setitem__(k, runs.get(k, 0) + 1))
+             for k, b in enumerate(st.blocks)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reentrant checkpoint's "None of the inputs have requires_grad"
+        st(ids).sum().backward()
+    for h in hooks:
+        h.remove()
+    got = {n.split(".")[1] for n, p in st.named_parameters() if p.grad is not None and n.startswith("blocks.")}
+    rerun = {str(k) for k, v in runs.items() if v > 1}
+    # reentrant: no input of a checkpoint needs a gradient, so no block is trained (PyTorch warns);
+    # non-reentrant: blocks 2 and 3 are trained and run again, the frozen 0 and 1 not
+    assert trained == got and again == rerun == ({"2", "3"} if not reentrant else set()), (reentrant, trained, got, again, rerun)
+    assert not any(l.get("recompute") or l.get("weight_grad", True) and l["kind"] == "linear"
+                   for l in sl if l["name"].startswith("teacher")), (reentrant, sl)
 ck_path, plain_path = os.path.join(work, "checkpointed.json"), os.path.join(work, "plain.json")
 ex.export(Checkpointed("non-reentrant"), ck_path, "checkpointed", batch_per_device=4096, sample_input=torch.randn(2, 16))
 ex.export(Checkpointed(None), plain_path, "plain", batch_per_device=4096, sample_input=torch.randn(2, 16))

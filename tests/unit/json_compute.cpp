@@ -29,7 +29,7 @@ void check_same_layers(const model_spec& a, const model_spec& b) {
     CHECK(x.tensor == y.tensor);
     CHECK((x.m == y.m && x.n == y.n && x.k == y.k && x.count == y.count && x.groups == y.groups && x.elements == y.elements &&
            x.outputs == y.outputs));
-    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.weight_grad == y.weight_grad && x.recompute == y.recompute && x.channels_last == y.channels_last &&
+    CHECK((x.bias == y.bias && x.causal == y.causal && x.input_grad == y.input_grad && x.weight_grad == y.weight_grad && x.bias_grad == y.bias_grad && x.recompute == y.recompute && x.channels_last == y.channels_last &&
            x.upcast == y.upcast && x.fp32_input == y.fp32_input));
   }
   for (std::size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].ready_time == b.tensors[i].ready_time);
@@ -69,7 +69,7 @@ TEST_CASE("json: layers, precision and the device roofline round-trip and predic
   }
 }
 
-TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) and a recomputed layer round-trip, written only where set") {
+TEST_CASE("json: a frozen prefix (weight_grad, bias_grad, input_grad false) and a recomputed layer round-trip, written only where set") {
   auto m = zoo::make_model("resnet50");
   CHECK(io::to_json_text(m).find("weight_grad") == std::string::npos);
   const auto c = zoo::dgx_h100(1);
@@ -80,6 +80,7 @@ TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) and a recompute
   for (auto& l : m.layers) {
     if (l.name.rfind("layer2", 0) == 0) break;
     if (has_weight(l.kind)) l.weight_grad = false;
+    if (has_bias(l.kind)) l.bias_grad = false;
     l.input_grad = false;
     ++frozen;
   }
@@ -89,6 +90,8 @@ TEST_CASE("json: a frozen prefix (weight_grad, input_grad false) and a recompute
   CHECK(text.find("\"recompute\": true") != std::string::npos);
   CHECK(text.find("\"recompute\": false") == std::string::npos);
   CHECK(text.find("\"weight_grad\": false") != std::string::npos);
+  CHECK(text.find("\"bias_grad\": false") != std::string::npos);
+  CHECK(text.find("\"bias_grad\": true") == std::string::npos);
   CHECK(text.find("\"weight_grad\": true") == std::string::npos);
   const auto back = io::parse_model(text);
   check_same_layers(back, m);
@@ -143,6 +146,8 @@ TEST_CASE("json: bad compute fields name their field") {
         "<model>:1: 'layers[0].groups': must be in [1, 2^52], got 0");
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": 3, "weight_grad": false}]})") ==
         "<model>:1: 'layers[0].weight_grad': activation layers have no weight (linear, conv, matmul, batch_norm, layer_norm and embedding do)");
+  CHECK(error_text(head + R"("layers": [{"kind": "embedding", "m": 4, "n": 4, "elements": 8, "bias_grad": false}]})") ==
+        "<model>:1: 'layers[0].bias_grad': embedding layers have no bias (linear, conv, batch_norm and layer_norm may)");
   CHECK(error_text(head + R"("layers": [{"kind": "linear", "m": 4, "n": 4, "k": 4, "weight_grad": 0}]})").find(
             "<model>:1: 'layers[0].weight_grad'") == 0);
   CHECK(error_text(head + R"("layers": [{"kind": "activation", "elements": -3}]})").find("<model>:1: 'layers[0].elements'") == 0);

@@ -104,9 +104,10 @@
 // Backward runs what the layer's gradients need (model.hpp `input_grad`, `weight_grad`; both true
 // unless stated): without the input's gradient, no dgrad (linear, conv), no dA (matmul), and no
 // backward at all for the kinds that have no weight (attention, softmax, pooling, loss, the
-// elementwise kinds); without the weight's, no dW and bias reduction (with their transposes and
-// cast), no dB, no gamma/beta kernel (layer norm), no table gradient (embedding). Batch norm's one
-// backward pass computes both: it is dropped only without either. A frozen prefix of a network, or a
+// elementwise kinds); without the weight's, no dW (with its transposes and cast), no dB, no table
+// gradient (embedding); without the bias's (`bias_grad`), no bias reduction; without either, no
+// gamma/beta kernel (layer norm). Batch norm's one backward pass computes them all: it is dropped
+// only without any. A frozen prefix of a network, or a
 // no_grad region, thus costs its forward alone. A layer that is `recompute`d (activation
 // checkpointing) runs its forward kernels once more in backward: its forward time is added there.
 //
@@ -521,7 +522,7 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
                                conv ? (out + x) * in + weights * (mixed ? 2.0 : 4.0) : 0.0, slow,
                                conv && !pointwise && u == math_unit::tf32 && tensor_cores ? 1.0 / tf32_wgrad_slowdown : 1.0);
       }
-      if (l.bias && l.weight_grad) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
+      if (l.bias && l.bias_grad) t.backward += r.memory(static_cast<double>(l.m) * static_cast<double>(l.n) * in);
       if (l.bias && conv) t.forward += r.memory(2.0 * out * in);  // y += b, after the convolution's kernel
       if (conv && !depthwise && !l.channels_last && tensor_cores && !pointwise) {
         // tensor-core convolutions run NHWC: an NCHW network's tensors are transposed on the way
@@ -603,13 +604,13 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
         if (l.input_grad) t.backward += r.memory(6.0 * E) + r.memory(6.0 * E);
       }
       break;
-    case layer_kind::batch_norm:  // one backward pass computes both gradients: none only without either
+    case layer_kind::batch_norm:  // one backward pass computes every gradient: none only without any
       if (l.m > 0 && l.n > 0 && !l.channels_last && d.multiprocessors > 0) t = batch_norm_time(l, p, d);
       else {
         t.forward = r.memory(E * b) + r.memory(2.0 * E * b);
         t.backward = r.memory(2.0 * E * b) + r.memory(3.0 * E * b);
       }
-      if (!l.input_grad && !l.weight_grad) t.backward = 0.0;
+      if (!l.input_grad && !l.weight_grad && !l.bias_grad) t.backward = 0.0;
       break;
     case layer_kind::layer_norm:
       if (l.m > 0 && l.n > 0 && d.multiprocessors > 0) {  // PyTorch's kernels (layer_norm_forward_wave)
@@ -619,14 +620,14 @@ inline constexpr cudnn_kernel cudnn_backward{50176.0, 1, 1e-6, 0.125e-9, 3.0, 0.
         t.forward = d.kernel_floor + std::max(2.0 * E * b / rate, waves * (layer_norm_forward_wave + N * layer_norm_forward_wave_element));
         if (l.input_grad)
           t.backward += d.kernel_floor + std::max(3.0 * E * b / rate, waves * (layer_norm_dgrad_wave + N * layer_norm_dgrad_wave_element));
-        if (l.weight_grad)
-          t.backward += d.kernel_floor +
-                        std::max(2.0 * E * b / rate, static_cast<double>(l.m) * (layer_norm_gamma_row + N * layer_norm_gamma_element) / sms);
+        if (l.weight_grad || l.bias_grad)  // one kernel reduces both columns (added in this order: the same bits as before)
+          t.backward = t.backward + d.kernel_floor +
+                       std::max(2.0 * E * b / rate, static_cast<double>(l.m) * (layer_norm_gamma_row + N * layer_norm_gamma_element) / sms);
         break;
       }
       t.forward = r.memory(2.0 * E * b);
       if (l.input_grad) t.backward += r.memory(3.0 * E * b);
-      if (l.weight_grad) t.backward += r.memory(2.0 * E * b);
+      if (l.weight_grad || l.bias_grad) t.backward += r.memory(2.0 * E * b);
       break;
     case layer_kind::max_pool: {
       const double out = static_cast<double>(l.outputs);

@@ -10,7 +10,7 @@
 //              "layers": [{"name": "conv1", "kind": "conv", "tensor": 0, "m": 401408, "n": 64,
 //                          "k": 147, "count": 1, "groups": 1, "elements": 4816896, "outputs": 0, "bias": false,
 //                          "causal": false, "input_grad": false, "weight_grad": true,
-//                          "recompute": false, "channels_last": false, "upcast": false, "fp32_input": false}, ...],
+//                          "bias_grad": true, "recompute": false, "channels_last": false, "upcast": false, "fp32_input": false}, ...],
 //              "measured_forward": 0.0064, "measured_backward": 0.0129, "measured_on": "H100"}
 //
 // precision, layers and the measured profile feed the compute model (cost/compute.hpp; model.hpp
@@ -81,7 +81,7 @@ namespace detail::jio {
 [[nodiscard]] inline layer read_layer(const json& j, const std::string& f) {
   expect_object(j, f, "a layer");
   check_keys(j, f, {"name", "kind", "tensor", "m", "n", "k", "count", "groups", "elements", "outputs", "bias", "causal", "input_grad",
-                    "weight_grad", "recompute", "channels_last", "upcast", "fp32_input"});
+                    "weight_grad", "bias_grad", "recompute", "channels_last", "upcast", "fp32_input"});
   layer l;
   if (const json* v = find(j, "name")) l.name = read_string(*v, member(f, "name"));
   const auto kind = read_string(require(j, f, "kind"), member(f, "kind"));
@@ -98,7 +98,8 @@ namespace detail::jio {
                           {"groups", &l.groups}, {"elements", &l.elements}, {"outputs", &l.outputs}})
     if (const json* v = find(j, key)) *dst = read_int(*v, member(f, key), 0, big);
   for (auto [key, dst] : {std::pair<const char*, bool*>{"bias", &l.bias}, {"causal", &l.causal}, {"input_grad", &l.input_grad},
-                          {"weight_grad", &l.weight_grad}, {"recompute", &l.recompute}, {"channels_last", &l.channels_last}, {"upcast", &l.upcast}, {"fp32_input", &l.fp32_input}})
+                          {"weight_grad", &l.weight_grad}, {"bias_grad", &l.bias_grad},
+                          {"recompute", &l.recompute}, {"channels_last", &l.channels_last}, {"upcast", &l.upcast}, {"fp32_input", &l.fp32_input}})
     if (const json* v = find(j, key)) *dst = read_bool(*v, member(f, key));
   return l;
 }
@@ -171,7 +172,7 @@ namespace detail::jio {
         if (v != d) o[key] = v;
       for (auto [key, v, d] : {std::tuple<const char*, bool, bool>{"bias", l.bias, ld.bias}, {"causal", l.causal, ld.causal},
                                {"input_grad", l.input_grad, ld.input_grad}, {"weight_grad", l.weight_grad, ld.weight_grad},
-                               {"recompute", l.recompute, ld.recompute},
+                               {"bias_grad", l.bias_grad, ld.bias_grad}, {"recompute", l.recompute, ld.recompute},
                                {"channels_last", l.channels_last, ld.channels_last},
                                {"upcast", l.upcast, ld.upcast}, {"fp32_input", l.fp32_input, ld.fp32_input}})
         if (v != d) o[key] = v;
