@@ -52,12 +52,14 @@ the training precision: under bf16 / fp16 the dtypes are followed as CUDA autoca
 the ops fed by autocast's fp32 results (a layer norm's output, the fp32 residual stream) are marked
 `fp32_input`. A layer whose weight is frozen (requires_grad False) is written "weight_grad": false,
 one whose bias is frozen "bias_grad": false, one whose input needs no gradient "input_grad": false,
-and every op of a torch.no_grad() region all three: backward runs none of their kernels. The layers
-of a torch.utils.checkpoint call that needs some gradient are written "recompute": true (backward
-runs their forward again); the forward of a custom torch.autograd.Function (a reentrant
-checkpoint's too) runs under no_grad but is differentiated when its backward node has inputs. autosync prices the layers on the cluster's device (include/autosync/cost/
-compute.hpp) instead of FLOPs alone, which no real model reaches; ops without a rule of their own
-are priced as plain elementwise ops and named in "source".
+and an op of a torch.no_grad() region, or one whose result reaches no tensor of the module's
+output (a branch cut off by .detach(), a result left unused), all three: backward runs none of
+their kernels. The layers of a torch.utils.checkpoint call that needs some gradient are written
+"recompute": true (backward runs their forward again); the forward of a custom
+torch.autograd.Function (a reentrant checkpoint's too) runs under no_grad but is differentiated
+when its backward node has inputs. autosync prices the layers on the cluster's device
+(include/autosync/cost/compute.hpp) instead of FLOPs alone, which no real model reaches; ops
+without a rule of their own are priced as plain elementwise ops and named in "source".
 
 Profile (--profile, or export(..., profile=profile(module, sample))): runs forward and backward
 on the device (CUDA when available, else the CPU) at the sample's batch, `--warmup` untimed and
@@ -325,6 +327,19 @@ def _has_backward(layer):
             or ((layer.get("bias") or k in ("batch_norm", "layer_norm")) and layer.get("bias_grad", True)))
 
 
+def _output_tensors(value):
+    """The tensors of a module's output: a tensor, or those in its lists, tuples and dicts (a
+    HuggingFace ModelOutput is a dict)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _output_tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _output_tensors(v)
+
+
 def _tensors_in(value):
     if isinstance(value, torch.Tensor):
         yield value
@@ -351,6 +366,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         self.names = []
         self.region = None       # the checkpoint call the op being recorded runs below (a frame), if any
         self.regions = {}        # id(frame) -> (frame, number): the checkpoint calls seen (frames held: ids stay theirs)
+        self.out = None          # the result of the op being recorded (settle: does it reach the output?)
         self.virtual = set()     # storages that would require a gradient (an autograd Function's no_grad forward)
 
     def _low(self, t):
@@ -373,6 +389,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         if self.region is not None:
             frame = self.regions.setdefault(id(self.region), (self.region, len(self.regions)))
             layer["_region"] = frame[1]
+        layer["_out"] = self.out
         if self.autocast and inputs:
             floats = [t for t in inputs if t.is_floating_point() and not self._weight(t)]
             if kind in ("linear", "conv"):
@@ -385,9 +402,31 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         self.layers.append(layer)
         return layer
 
-    def settle(self):
-        """After the pass: each checkpoint call's layers are recomputed in backward when any of them
-        needs a gradient (else nothing of the call is kept for backward: nothing runs again)."""
+    def settle(self, output):
+        """After the pass on a module whose result is `output`. A layer whose result reaches no
+        tensor of the output through the autograd graph (a branch cut off by .detach(), a result
+        left unused) has no backward: backward never gets there. Then each checkpoint call's layers
+        are recomputed in backward when any of them needs a gradient (else nothing of the call is
+        kept for backward: nothing runs again)."""
+        roots = [t.grad_fn for t in _output_tensors(output) if t.grad_fn is not None]
+        reached, nodes = set(), list(roots)  # (nodes: held, so that their ids stay theirs)
+        stack = list(roots)
+        while stack:
+            n = stack.pop()
+            if n is None or id(n) in reached:
+                continue
+            reached.add(id(n))
+            nodes.append(n)
+            stack.extend(f for f, _ in n.next_functions)
+        for l in self.layers:
+            fn = getattr(l.pop("_out", None), "grad_fn", None)
+            if roots and fn is not None and id(fn) not in reached:
+                l["input_grad"] = False
+                if l["kind"] in _WEIGHTED:
+                    l["weight_grad"] = False
+                if l.get("bias") or l["kind"] in ("batch_norm", "layer_norm"):
+                    l["bias_grad"] = False
+        self.out = None
         calls = {}
         for l in self.layers:
             r = l.pop("_region", None)
@@ -427,6 +466,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         if not outs or base in _VIEWLIKE:
             return
         y = outs[0]
+        self.out = y
         # autocast's dtype of the result (followed whatever the precision: cheap)
         if ret is not None and ret.alias_info is not None and ins:  # in place (h.mul_(gamma), x += y):
             low = self._low(ins[0])                                 # the tensor keeps its dtype
@@ -663,7 +703,7 @@ def _traced_forward(module, args, precision):
     finally:
         for h in handles:
             h.remove()
-    trace.settle()
+    trace.settle(output)
     return trace, output
 
 

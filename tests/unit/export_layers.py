@@ -168,6 +168,31 @@ assert [l["name"] for l in all_doc["layers"] if l.get("input_grad") is False] ==
                                                                                   "model:sigmoid"], all_doc["layers"]
 
 
+# linear probing: a trainable backbone cut off by .detach(), and an auxiliary head whose result is
+# unused: backward reaches neither (nothing of them reaches the output), as PyTorch's own .grad says
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+        self.aux = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        f = self.backbone(x).mean(dim=(2, 3))
+        self.aux(f)
+        return self.head(f.detach())
+
+
+probe, probe_x = Probe(), torch.randn(2, 3, 8, 8)
+pl, _ = ex.trace_layers(probe, probe_x, loss="cross_entropy")
+probe(probe_x).sum().backward()
+assert {n for n, p in probe.named_parameters() if p.grad is not None} == {"head.weight", "head.bias"}
+assert [l["name"] for l in pl if ex._has_backward(l)] == ["head:addmm", "loss"], pl
+assert [(l["name"], l.get("weight_grad", True), l.get("bias_grad", True)) for l in pl if l["kind"] == "linear"] == \
+    [("aux:addmm", False, False), ("head:addmm", True, True)], pl
+assert pl[-2]["input_grad"] is False  # (the head's input is detached: its weights' gradients alone)
+
+
 # --- activation checkpointing and autograd Functions ---------------------------------------------------
 class Square(torch.autograd.Function):
     """A custom Function: its forward runs under no_grad, and backward differentiates through it."""
