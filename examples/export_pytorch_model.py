@@ -320,31 +320,29 @@ def _autograd_context():
 _WEIGHTED = ("linear", "conv", "matmul", "batch_norm", "layer_norm", "embedding")
 
 
+def _biased(layer):
+    """Whether a traced layer has a bias of its own: a linear's or conv's `bias`, a norm's beta (a
+    norm without one is written bias_grad false)."""
+    return bool(layer.get("bias")) or layer["kind"] in ("batch_norm", "layer_norm")
+
+
 def _has_backward(layer):
     """Whether backward computes any gradient of a traced layer (its flags: model.hpp)."""
     k = layer["kind"]
     return ((k != "embedding" and layer.get("input_grad", True)) or (k in _WEIGHTED and layer.get("weight_grad", True))
-            or ((layer.get("bias") or k in ("batch_norm", "layer_norm")) and layer.get("bias_grad", True)))
-
-
-def _output_tensors(value):
-    """The tensors of a module's output: a tensor, or those in its lists, tuples and dicts (a
-    HuggingFace ModelOutput is a dict)."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _output_tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _output_tensors(v)
+            or (_biased(layer) and layer.get("bias_grad", True)))
 
 
 def _tensors_in(value):
+    """The tensors of an op's arguments or results, or of a module's output: a tensor, or those in
+    its lists, tuples and dicts (a HuggingFace ModelOutput is a dict)."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (list, tuple)):
         for v in value:
+            yield from _tensors_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
             yield from _tensors_in(v)
 
 
@@ -408,8 +406,8 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         left unused) has no backward: backward never gets there. Then each checkpoint call's layers
         are recomputed in backward when any of them needs a gradient (else nothing of the call is
         kept for backward: nothing runs again)."""
-        roots = [t.grad_fn for t in _output_tensors(output) if t.grad_fn is not None]
-        reached, nodes = set(), list(roots)  # (nodes: held, so that their ids stay theirs)
+        roots = [t.grad_fn for t in _tensors_in(output) if t.grad_fn is not None]
+        reached, nodes = set(), []  # (nodes: held, so that their ids stay theirs)
         stack = list(roots)
         while stack:
             n = stack.pop()
@@ -424,7 +422,7 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
                 l["input_grad"] = False
                 if l["kind"] in _WEIGHTED:
                     l["weight_grad"] = False
-                if l.get("bias") or l["kind"] in ("batch_norm", "layer_norm"):
+                if _biased(l):
                     l["bias_grad"] = False
         self.out = None
         calls = {}
@@ -505,10 +503,9 @@ class _LayerTrace(torch.utils._python_dispatch.TorchDispatchMode):
         key = _storage_key
         # a linear of more than two dimensions that PyTorch ran as a product and a bias add
         # (F.linear: matmul, then add): the add is the linear's bias, in its dtype
-        weights = [t for t in ins if self._weight(t)]
-        if base == "add" and self.last_linear is not None and len(weights) == 1 and len(ins) == 2:
+        if base == "add" and self.last_linear is not None and len(ins) == 2 and sum(map(self._weight, ins)) == 1:
             layer, at = self.last_linear
-            bias = weights[0]
+            bias = next(t for t in ins if self._weight(t))
             other = [t for t in ins if not self._weight(t)]
             if bias.dim() == 1 and other and key(other[0]) == at and not layer.get("bias"):
                 layer["bias"] = True

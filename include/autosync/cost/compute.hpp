@@ -101,15 +101,15 @@
 //                products (2.5x; FlashAttention-2); r Q K V w O | r Q K V O dO, w dQ dK dV;
 //                causal: half the products
 //
-// Backward runs what the layer's gradients need (model.hpp `input_grad`, `weight_grad`; both true
-// unless stated): without the input's gradient, no dgrad (linear, conv), no dA (matmul), and no
+// Backward runs what the layer's gradients need (model.hpp `input_grad`, `weight_grad`, `bias_grad`;
+// all true unless stated): without the input's gradient, no dgrad (linear, conv), no dA (matmul), and no
 // backward at all for the kinds that have no weight (attention, softmax, pooling, loss, the
 // elementwise kinds); without the weight's, no dW (with its transposes and cast), no dB, no table
 // gradient (embedding); without the bias's (`bias_grad`), no bias reduction; without either, no
 // gamma/beta kernel (layer norm). Batch norm's one backward pass computes them all: it is dropped
-// only without any. A frozen prefix of a network, or a
-// no_grad region, thus costs its forward alone. A layer that is `recompute`d (activation
-// checkpointing) runs its forward kernels once more in backward: its forward time is added there.
+// only without any. A frozen prefix of a network, or a no_grad region, thus costs its forward
+// alone. A layer that is `recompute`d (activation checkpointing) runs its forward kernels once more
+// in backward: its forward time is added there.
 //
 // Under autocast every linear/conv also casts its fp32 weight to 16 bits in forward (r 4, w 2 per
 // parameter) and its 16-bit weight gradient back in backward (r 2, w 4); softmax casts its input
