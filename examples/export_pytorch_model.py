@@ -32,8 +32,9 @@ include/autosync/zoo/models.hpp):
     Embedding     forward and backward = lookups * width (gather; scatter-add)
 
 Forward hooks measure the layers on `sample_input`; when `batch_per_device` differs from the
-sample's batch (dim 0), every count is scaled by batch_per_device / sample batch, so a small
-sample can describe a large batch. Work done outside these modules (functional matmuls such as
+sample's batch (its first tensor's dim `batch_dim`: 0 by default, 1 for a sequence-first input
+such as nn.LSTM's or nn.Transformer's without batch_first), every count is scaled by
+batch_per_device / sample batch, so a small sample can describe a large batch. Work done outside these modules (functional matmuls such as
 attention scores, activations, pooling) is not counted. A sparse embedding (`sparse=True`)
 gets sparse_density = min(1, distinct rows touched x scale / rows), the touched rows measured on
 the sample. With a sample the script also runs one backward pass and records the order in which
@@ -278,6 +279,34 @@ def _storage_key(t):
         return t.untyped_storage().data_ptr()
     except AttributeError:  # PyTorch 1.x
         return t.storage().data_ptr()
+
+
+def _sample_batch(args, batch_dim):
+    """The batch of a sample: its first tensor's size along `batch_dim`."""
+    if not isinstance(batch_dim, int) or isinstance(batch_dim, bool) or batch_dim < 0:
+        raise ValueError(f"batch_dim must be an integer >= 0, got {batch_dim!r}")
+    t = _first_tensor(args)
+    if t is None:
+        raise ValueError("sample_input has no tensor")
+    if t.dim() <= batch_dim:
+        raise ValueError(f"batch_dim {batch_dim}: the sample's first tensor has {t.dim()} dimension(s), shape {tuple(t.shape)}")
+    if int(t.shape[batch_dim]) < 1:
+        raise ValueError(f"batch_dim {batch_dim}: the sample's batch is empty (shape {tuple(t.shape)})")
+    return int(t.shape[batch_dim])
+
+
+def _one_more(value, batch, batch_dim):
+    """The sample with one more item along batch_dim (the first repeated) in every tensor of that
+    batch, nested in tuples, lists and dicts too (an RNN's initial state); other values as they are."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() > batch_dim and value.shape[batch_dim] == batch:
+            return torch.cat([value, value.narrow(batch_dim, 0, 1)], dim=batch_dim)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_one_more(v, batch, batch_dim) for v in value)
+    if isinstance(value, dict):
+        return {k: _one_more(v, batch, batch_dim) for k, v in value.items()}
+    return value
 
 
 def _channels_last(x):
@@ -704,19 +733,18 @@ def _traced_forward(module, args, precision):
     return trace, output
 
 
-def _layers_of(module, args, trace, output, precision, batch_per_device, loss):
+def _layers_of(module, args, trace, output, precision, batch_per_device, loss, batch_dim=0):
     """trace_layers' result from the traced pass on `args`: its layers scaled to batch_per_device
     (a second trace tells the fields that grow with the batch), the loss layer after them."""
-    sample_batch = int(_first_tensor(args).shape[0])
+    sample_batch = _sample_batch(args, batch_dim)
     s = float(batch_per_device) / sample_batch if batch_per_device else 1.0
     layers = [_scaled(l, s) for l in trace.layers]
     if s != 1.0:
         # a second trace with one more sample (the first repeated): a field that grows by one sample's
         # worth is batch-proportional, one that stays (a Swin window mask or relative position table, an
         # instance norm's batch of 1) is not; a pass that takes another path keeps the proportional scaling
-        more = tuple(torch.cat([a, a[:1]]) if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] == sample_batch
-                     else a for a in args)
-        big, _ = trace_layers(module, more, precision, None, None)
+        more = _one_more(tuple(args), sample_batch, batch_dim)
+        big, _ = trace_layers(module, more, precision, None, None, batch_dim)
         if len(big) == len(trace.layers) and all(a["name"] == b["name"] and a.keys() == b.keys()
                                                 for a, b in zip(big, trace.layers)):
             grow = lambda v, w: max(1, int(round(v + (w - v) * (batch_per_device - sample_batch))))
@@ -731,19 +759,21 @@ def _layers_of(module, args, trace, output, precision, batch_per_device, loss):
     return layers, trace.generic
 
 
-def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_device=None, loss=None):
+def trace_layers(module, sample_input, precision="pytorch-fp32", batch_per_device=None, loss=None, batch_dim=0):
     """The layers of one forward pass of `module` on `sample_input` (model.hpp `layer`, in forward
-    order, as JSON objects), scaled from the sample's batch to `batch_per_device`; with `loss`
+    order, as JSON objects), scaled from the sample's batch (dim `batch_dim` of its first tensor) to
+    `batch_per_device`; with `loss`
     "cross_entropy", a loss layer over the output's elements (the logits) after them. Returns
     (layers, generic): `generic` counts the ops priced as a plain elementwise op (no rule of their own)."""
     _check_layer_options(precision, loss)
     args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
+    _sample_batch(args, batch_dim)
     saved_state = _saved_state(module)
     try:
         trace, output = _traced_forward(module, args, precision)
     finally:
         _restore_state(module, saved_state)
-    return _layers_of(module, args, trace, output, precision, batch_per_device, loss)
+    return _layers_of(module, args, trace, output, precision, batch_per_device, loss, batch_dim)
 
 
 def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, device=None):
@@ -832,11 +862,14 @@ def profile(module, sample_input, precision="pytorch-fp32", iters=5, warmup=2, d
 
 
 def export(module, path, name, batch_per_device=None, sample_input=None, source=None, measured=None,
-           precision=None, layers=True, loss=None):
+           precision=None, layers=True, loss=None, batch_dim=0):
     """Write `module`'s trainable parameters to `path` as an autosync model JSON.
 
-    batch_per_device: the per-device batch the model trains with (default: the sample's dim 0,
+    batch_per_device: the per-device batch the model trains with (default: the sample's batch,
         or 1 without a sample).
+    batch_dim: the dimension of the batch in the sample's first tensor (default 0; 1 for a
+        sequence-first input, e.g. nn.LSTM or nn.Transformer without batch_first); the sample's
+        counts are scaled from its batch to batch_per_device along it.
     sample_input: a tensor (or tuple of tensors) to run forward hooks on; enables FLOPs,
         sparse densities, ready_order and the layers.
     measured: what profile() returned: writes the measured forward/backward, every tensor's
@@ -861,7 +894,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
     scale = 1.0
     if sample_input is not None:
         args = sample_input if isinstance(sample_input, tuple) else (sample_input,)
-        sample_batch = int(_first_tensor(args).shape[0])
+        sample_batch = _sample_batch(args, batch_dim)
         if batch_per_device is None:
             batch_per_device = sample_batch
         scale = float(batch_per_device) / float(sample_batch)
@@ -891,7 +924,7 @@ def export(module, path, name, batch_per_device=None, sample_input=None, source=
         touched = meter.touched
         forward = meter.forward * scale
         if layers:
-            traced, generic = _layers_of(module, args, trace, output, precision, batch_per_device, loss)
+            traced, generic = _layers_of(module, args, trace, output, precision, batch_per_device, loss, batch_dim)
     if batch_per_device is None:
         batch_per_device = 1
 

@@ -5,7 +5,8 @@
 
 The toy model's layers field by field (kinds, shapes, bias, the first conv's missing input
 gradient, the tensor each layer is attributed to, the loss over the logits); a sample of batch 2
-scaled to 32 writes what a sample of 32 does; depthwise and grouped convolutions carry their
+scaled to 32 writes what a sample of 32 does, and so does a sequence-first one (batch_dim 1: an
+LSTM and a transformer layer without batch_first, with an initial state); depthwise and grouped convolutions carry their
 groups; under bf16 the ops fed by autocast's fp32 results are marked fp32_input and nothing is
 under pytorch-fp32; frozen parameters and a no_grad region write weight_grad / input_grad false,
 and the fine-tuned model costs less than the same model trained whole; a block under
@@ -68,6 +69,52 @@ two = sample(2)
 exported = ex.export(toy, os.path.join(work, "toy_once.json"), "toy", batch_per_device=32, sample_input=two, loss="cross_entropy")
 assert exported["layers"] == ex.trace_layers(toy, two, batch_per_device=32, loss="cross_entropy")[0] == layers
 assert [t["ready_order"] for t in exported["tensors"]] == [7, 5, 6, 3, 4, 2, 1, 0], exported["tensors"]  # fc, embed, conv2, bn1, conv1
+
+
+# --- a sequence-first input: the batch is dim 1 (batch_dim) --------------------------------------
+class SeqFirst(nn.Module):
+    """Token ids (T, B) through an embedding, nn.LSTM and nn.TransformerEncoderLayer without
+    batch_first, an optional initial LSTM state (layers, B, hidden), then a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+        self.rnn = nn.LSTM(16, 32)
+        self.enc = nn.TransformerEncoderLayer(32, 4, 64)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, ids, state=None):
+        h, _ = self.rnn(self.emb(ids), state)
+        return self.fc(self.enc(h).mean(0))
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # (the encoder layer's note on batch_first)
+    seq = SeqFirst()
+T = 5
+ids = lambda b: torch.randint(0, 100, (T, b))  # noqa: E731
+seq_direct, _ = ex.trace_layers(seq, ids(8), batch_per_device=8, loss="cross_entropy", batch_dim=1)
+seq_scaled, _ = ex.trace_layers(seq, ids(2), batch_per_device=8, loss="cross_entropy", batch_dim=1)
+assert seq_scaled == seq_direct, [(a, b) for a, b in zip(seq_scaled, seq_direct) if a != b][:2]
+state = (torch.zeros(1, 2, 32), torch.zeros(1, 2, 32))  # the state's batch grows with the ids' in the second trace
+assert ex.trace_layers(seq, (ids(2), state), batch_per_device=8, loss="cross_entropy", batch_dim=1)[0] == seq_direct
+emb = seq_direct[0]
+assert (emb["kind"], emb["elements"]) == ("embedding", T * 8 * 16), emb
+# read as batch-first, the 5 time steps were the batch: 8 / 5 of the sample, and one more step each
+assert ex.trace_layers(seq, ids(2), batch_per_device=8, loss="cross_entropy")[0] != seq_direct
+seq_doc = ex.export(seq, os.path.join(work, "seq_first.json"), "seq_first", batch_per_device=8, sample_input=ids(2),
+                    loss="cross_entropy", batch_dim=1)
+seq_full = ex.export(seq, os.path.join(work, "seq_first8.json"), "seq_first", batch_per_device=8, sample_input=ids(8),
+                     loss="cross_entropy", batch_dim=1)
+assert seq_doc["layers"] == seq_full["layers"] == seq_direct
+assert seq_doc["forward_flops"] == seq_full["forward_flops"] > 0
+assert [t["backward_flops"] for t in seq_doc["tensors"]] == [t["backward_flops"] for t in seq_full["tensors"]]
+for bad, says in ((2, "batch_dim 2: the sample's first tensor has 2 dimension(s)"), (-1, "batch_dim must be an integer >= 0")):
+    try:
+        ex.trace_layers(seq, ids(2), batch_per_device=8, batch_dim=bad)
+        raise AssertionError(f"batch_dim {bad} was accepted")
+    except ValueError as e:
+        assert says in str(e), e
 
 
 # --- depthwise and grouped convolutions -----------------------------------------------------------
