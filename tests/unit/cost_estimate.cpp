@@ -551,3 +551,43 @@ TEST_CASE("one bucket per item: the unfused pass prices as the fusing pass, bit 
   CHECK(compared >= 400);
   CHECK(fast >= compared / 2);  // most draws split no tensor
 }
+
+TEST_CASE("uniform NICs: one free time for all worker nodes prices as one per node, bit for bit") {
+  // context::uniform_nics (dedicated servers, alike worker nodes) keeps one NIC free time and sum
+  // for every worker node in run_servers and one suffix in shared_nic_bound. The same context
+  // with the flag cleared walks every node: the same prediction, events and lower bound, for
+  // sampled strategies of every architecture (PS lanes alone, and beside lane 0).
+  std::vector<cluster_spec> clusters{zoo::make_cluster("autosync-b-ps"), ps_cluster(3, 2, 2), ps_cluster(4, 1, 3)};
+  int uniform = 0, with_servers = 0;
+  for (const char* name : {"resnet50", "bert-base", "ncf"}) {
+    const auto m = zoo::make_model(name);
+    for (const auto& c : clusters) {
+      const auto fast = cost::make_context(m, c);
+      auto slow = fast;
+      slow.uniform_nics = false;
+      uniform += fast.uniform_nics ? 1 : 0;
+      const search::space sp(m, c);
+      for (const auto& s : search::sample(sp, 40, 5)) {
+        cost::workspace wa, wb;
+        const cost::options opt{true};
+        expand_into(wa.items, m, c, s, fast.position);
+        expand_into(wb.items, m, c, s, slow.position);
+        const auto a = cost::detail::run(m, fast, s, opt, wa, nullptr);
+        const auto b = cost::detail::run(m, slow, s, opt, wb, nullptr);
+        with_servers += std::any_of(a.events.begin(), a.events.end(), [](const cost::event& e) { return e.lane > 0; }) ? 1 : 0;
+        CAPTURE(name);
+        CAPTURE(c.name);
+        CHECK(a.iteration == b.iteration);
+        CHECK(a.communication == b.communication);
+        CHECK(a.lower_bound == b.lower_bound);
+        REQUIRE(a.events.size() == b.events.size());
+        bool same = true;
+        for (std::size_t k = 0; k < a.events.size(); ++k)
+          same = same && a.events[k].start == b.events[k].start && a.events[k].end == b.events[k].end;
+        CHECK(same);
+      }
+    }
+  }
+  CHECK(uniform == 9);  // every (model, cluster) pair above is uniform
+  CHECK(with_servers >= 100);
+}

@@ -64,6 +64,10 @@ struct context {
   // [W, 2W) without: ps_unit on worker node k for a server it does not host, ps_host_unit[s]
   // (2 S entries alike) on the node that hosts server s (co-located servers only).
   std::vector<double> ps_unit, ps_host_unit;
+  // Every server on a node of its own and every worker node's occupancy per byte the same (both
+  // halves of ps_unit): a PS transfer occupies every worker node alike, so their NICs' free times
+  // and sums stay equal (run_servers keeps one of each).
+  bool uniform_nics = false;
 };
 
 [[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
@@ -97,6 +101,9 @@ struct context {
     x.ps_host_unit[sv] = ps_nic_unit(x.fab, sv, true, static_cast<std::size_t>(h));
     x.ps_host_unit[S + sv] = ps_nic_unit(x.fab, sv, false, static_cast<std::size_t>(h));
   }
+  x.uniform_nics = S > 0 && W > 0;
+  for (std::size_t sv = 0; sv < S; ++sv) x.uniform_nics = x.uniform_nics && x.fab.servers[sv].worker < 0;
+  for (std::size_t k = 1; k < W; ++k) x.uniform_nics = x.uniform_nics && x.ps_unit[k] == x.ps_unit[0] && x.ps_unit[W + k] == x.ps_unit[W];
   return x;
 }
 

@@ -541,9 +541,21 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   double* nic_free = ws.nic_free.data();
   double* nic_sum = ws.nic_sum.data();
   const auto* groups = ws.groups.data();
+  // With uniform NICs (context::uniform_nics) every node's free time and sum are the same: one of
+  // each, in locals (the same steps on the same values: the same bits), written to every node at
+  // the end (sync_nics).
+  const bool uniform = x.uniform_nics;
+  const double unit_local = uniform ? x.ps_unit[0] : 0.0, unit_replicated = uniform ? x.ps_unit[W] : 0.0;
+  double free_all = 0.0, sum_all = 0.0;
   auto through_nics = [&](const workspace::job& j, std::size_t sv, double start) AUTOSYNC_ALWAYS_INLINE {
     const double pushed = start + j.comp + j.t1;
     double nic_end = pushed + j.t2;
+    if (uniform) {
+      const double o = static_cast<double>(j.bytes) * (groups[j.group].local ? unit_local : unit_replicated);
+      free_all = std::max(free_all, pushed) + o;
+      sum_all += o;
+      return std::max(nic_end, free_all) + j.t3;
+    }
     for_each_occupancy(x, sv, groups[j.group].local, static_cast<double>(j.bytes), [&](std::size_t k, double o) AUTOSYNC_ALWAYS_INLINE {
       const double done_k = std::max(nic_free[k], pushed) + o;
       nic_free[k] = done_k;
@@ -551,6 +563,13 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
       nic_end = std::max(nic_end, done_k);
     });
     return nic_end + j.t3;
+  };
+  auto sync_nics = [&] {
+    if (!uniform) return;
+    for (std::size_t k = 0; k < W; ++k) {
+      nic_free[k] = free_all;
+      nic_sum[k] = sum_all;
+    }
   };
   ws.next_key.resize(S);
   if (fifo) {
@@ -640,6 +659,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     r.communication = communication;
     r.compression = compression;
     tl.last_end = last_end;
+    sync_nics();
     return;
   }
   ws.pending_at.assign(S, 0);  // what next_of has queued of each server's transfers (the heap path only)
@@ -666,6 +686,7 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
     commit(ws, r, opt, tl, pick, best_start, through_nics(ws.sorted[pick], best, best_start), true);
     ws.live[best] = next_of(best) ? 1 : 0;
   }
+  sync_nics();
 }
 
 // Step 8. Each worker node's NICs are shared by lane 0 and the PS lanes: whatever the lanes do,
@@ -687,10 +708,17 @@ constexpr double shared_nic_bound(const context& x, workspace& ws, tally& tl) {
     auto& suffix = ws.nic_free;  // free again: the PS lanes are done with it
     suffix.assign(x.fab.workers.size(), 0.0);
     double lane0 = 0.0, top = 0.0;
+    // uniform NICs (context::uniform_nics): every node's suffix is the same, one is kept
+    const std::size_t W = x.fab.workers.size();
+    const double unit_local = x.uniform_nics ? x.ps_unit[0] : 0.0, unit_replicated = x.uniform_nics ? x.ps_unit[W] : 0.0;
+    double suffix_all = 0.0;
     for (auto q = static_cast<std::uint32_t>(ws.sorted.size()); q-- > 0;) {
       const auto& j = ws.sorted[q];
       if (j.lane == 0) {
         lane0 += j.nic;
+      } else if (x.uniform_nics) {
+        suffix_all += static_cast<double>(j.bytes) * (ws.groups[j.group].local ? unit_local : unit_replicated);
+        top = std::max(top, suffix_all);
       } else {
         double* suf = suffix.data();
         for_each_occupancy(x, ws, j, [&](std::size_t k, double o) {
