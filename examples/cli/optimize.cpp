@@ -8,6 +8,7 @@
 // --correction. --compute-scale X costs the
 // model with its FLOPs x X, as `autosync run --compute-scale X` simulates compute.
 #include "cli.hpp"
+#include "compute_scale.hpp"
 
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/default_correction.hpp>
@@ -39,17 +40,19 @@ struct optimize_opts {
   bool json = false, allow_lossy = false, no_correction = false, force_correction = false;
   std::size_t budget = 0;
   double epsilon = search::default_epsilon, compute_scale = 1.0;
+  bool compute_scale_given = false;  // --compute-scale: compute as `run` simulates it, else the model's own
   double max_ratio = 0.0;              // --max-compression-ratio (0: no limit)
   std::vector<std::string> compressors;  // --compressors a,b: the lossy ones allowed
   std::string out, header;
 };
 
 int run_optimize(const optimize_opts& o) {
-  if (!(o.compute_scale >= 0.0) || !std::isfinite(o.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
   if (!(o.epsilon >= 0.0) || !std::isfinite(o.epsilon)) throw error("--epsilon", "must be a finite number >= 0");
-  // the model as `autosync run --compute-scale X` runs it: FLOPs x X
-  const auto m = learn::scaled_compute(load_model(o.in), o.compute_scale);
   const auto c = load_cluster(o.in.cluster);
+  // with --compute-scale X, the model's compute as `autosync run --compute-scale X` simulates it
+  if (o.compute_scale_given && !o.in.recompute.empty())
+    throw error("--recompute", "cannot be combined with --compute-scale: `run` simulates compute from FLOPs, not from layers");
+  const auto m = o.compute_scale_given ? compute_as_run(load_model(o.in), c, o.compute_scale) : load_model(o.in);
   search::options opt;
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
@@ -124,10 +127,13 @@ subcommand add_optimize(CLI::App& app) {
   sub->add_flag("--no-correction", o->no_correction, "rank by the analytical model only (no re-rank by the embedded learned correction)");
   sub->add_flag("--correction", o->force_correction,
                 "re-rank by the embedded learned correction on an NCCL cluster too (by default only MPI clusters, the kind it was trained on)");
-  sub->add_option("--compute-scale", o->compute_scale,
-                  "cost compute as FLOPs x this, as `autosync run --compute-scale` simulates it (0: no compute)")
-      ->capture_default_str();
-  return {sub, [o](program&) { return run_optimize(*o); }};
+  auto* scale = sub->add_option("--compute-scale", o->compute_scale,
+                                "cost compute as `autosync run --compute-scale` simulates it: FLOPs / device_flops x this (0: no "
+                                "compute; default: the model's own compute, layers or profile)");
+  return {sub, [o, scale](program&) {
+            o->compute_scale_given = scale->count() > 0;
+            return run_optimize(*o);
+          }};
 }
 
 }  // namespace autosync_cli

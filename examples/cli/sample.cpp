@@ -6,6 +6,7 @@
 // DIR/random-<seed>-<i>.json, DIR/baseline-<name>.json, DIR/autosync.json, and with --model-out
 // the (scaled) model's JSON (for peers run on the same tensors); one path per line on stdout.
 #include "cli.hpp"
+#include "compute_scale.hpp"
 
 #include <autosync/cost/corrected.hpp>
 #include <autosync/cost/default_correction.hpp>
@@ -30,6 +31,7 @@ namespace {
 struct sample_opts {
   std::string model, cluster, out_dir, model_out;
   double scale = 1.0, compute_scale = 1.0;
+  bool compute_scale_given = false;  // --compute-scale: compute as `run` simulates it, else the model's own
   int count = 10, max_runs = 8;
   std::uint64_t seed = 1;
   bool baselines = false, search = false, allow_lossy = false, no_correction = false;
@@ -44,11 +46,10 @@ int run_sample(const sample_opts& so) {
   if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");
   if (so.scale != 1.0 && looks_like_file(so.model))
     throw error("--scale", "applies to zoo models only; '" + so.model + "' is a file");
-  if (!(so.compute_scale >= 0.0) || !std::isfinite(so.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
-  // the model as `autosync run --compute-scale X` runs it: FLOPs x X (as `optimize --compute-scale`)
-  const auto m = learn::scaled_compute(
-      looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale), so.compute_scale);
   const auto c = load_cluster(so.cluster);
+  // with --compute-scale X, the model's compute as `autosync run --compute-scale X` simulates it (as `optimize --compute-scale`)
+  auto loaded = looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale);
+  const auto m = so.compute_scale_given ? compute_as_run(std::move(loaded), c, so.compute_scale) : std::move(loaded);
   const auto budget = lossy_budget_of(so.allow_lossy, so.max_ratio, so.compressors);
   std::error_code ec;
   std::filesystem::create_directories(so.out_dir, ec);
@@ -97,9 +98,9 @@ subcommand add_sample(CLI::App& app) {
   sub->add_option("--cluster", so->cluster, "cluster preset name or cluster JSON file")->required();
   sub->add_option("--out-dir", so->out_dir, "directory for the strategy JSON files")->required();
   sub->add_option("--model-out", so->model_out, "also write the (scaled) model as JSON: the tensors the strategies are for");
-  sub->add_option("--compute-scale", so->compute_scale,
-                  "cost compute as FLOPs x this, as `run --compute-scale` simulates it (0: no compute, `run`'s default)")
-      ->capture_default_str();
+  auto* compute_scale = sub->add_option("--compute-scale", so->compute_scale,
+                                        "cost compute as `run --compute-scale` simulates it: FLOPs / device_flops x this (0: no compute, "
+                                        "`run`'s default; default here: the model's own compute, layers or profile)");
   sub->add_option("--count", so->count, "random strategies to draw")->capture_default_str();
   sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->capture_default_str();
   sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
@@ -109,7 +110,10 @@ subcommand add_sample(CLI::App& app) {
   sub->add_flag("--allow-lossy", so->allow_lossy,
                 "let draws and search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
   add_lossy_budget(sub, so->max_ratio, so->compressors, "the draws and the search");
-  return {sub, [so](program&) { return run_sample(*so); }};
+  return {sub, [so, compute_scale](program&) {
+            so->compute_scale_given = compute_scale->count() > 0;
+            return run_sample(*so);
+          }};
 }
 
 }  // namespace autosync_cli

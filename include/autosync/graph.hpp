@@ -49,10 +49,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace autosync::graph {
@@ -91,6 +94,11 @@ struct cluster_graph {
   std::vector<std::vector<vertex>> nics;     // [node][nic]
   std::vector<vertex> hub;                   // [node]: the node switch, or null_vertex() when none
   vertex fabric = boost::graph_traits<graph_type>::null_vertex();
+  // [node]: its shape, the number of the first node built alike (devices, NICs and their
+  // bandwidths; latencies do not carry flow). Without direct links, a cut between two nodes
+  // depends on their shapes alone (detail::pair_cuts).
+  std::vector<std::size_t> shape;
+  bool direct_links = false;  // made with direct links between nodes
 
   [[nodiscard]] static vertex none() noexcept { return boost::graph_traits<graph_type>::null_vertex(); }
 
@@ -144,6 +152,17 @@ inline void validate_links(const cluster_spec& c, const node_links& links) {
   cg.nics.resize(n);
   cg.hub.assign(n, cluster_graph::none());
   cg.fabric = boost::add_vertex(vertex_info{vertex_kind::fabric, -1, -1, -1, "fabric"}, g);
+  cg.direct_links = !links.empty();
+  cg.shape.resize(n);
+  {
+    // (devices, NICs, NIC bandwidth, device-link bandwidth where there is a switch) -> first node
+    std::map<std::tuple<int, int, double, double>, std::size_t> first;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& a = c.nodes[i];
+      const int devs = a.server_only ? 0 : a.devices;
+      cg.shape[i] = first.try_emplace({devs, a.nics, a.nic.bandwidth, devs > 1 ? a.intra.bandwidth : 0.0}, i).first->second;
+    }
+  }
   int rank = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& nd = c.nodes[i];
@@ -260,6 +279,29 @@ inline double node_cut(const cluster_graph& cg, const std::vector<int>& a, const
   return max_flow(cg, keep, src, dst);
 }
 
+
+// The cut between two nodes, each pair of shapes computed once (cluster_graph::shape): without
+// direct links a node-to-node cut depends on the two nodes' shapes alone, so a cluster of many
+// alike nodes needs a handful of max-flows, not one per pair. With direct links, every pair.
+class pair_cuts {
+ public:
+  explicit pair_cuts(const cluster_graph& cg) : cg_(&cg) {}
+  [[nodiscard]] double operator()(int a, int b) {
+    if (cg_->direct_links) return node_cut(*cg_, {a}, {b});
+    auto sa = cg_->shape[static_cast<std::size_t>(a)], sb = cg_->shape[static_cast<std::size_t>(b)];
+    if (sb < sa) std::swap(sa, sb);  // the view is undirected: a -> b carries what b -> a does
+    for (const auto& [x, y, v] : seen_)
+      if (x == sa && y == sb) return v;
+    const double v = node_cut(*cg_, {a}, {b});
+    seen_.emplace_back(sa, sb, v);
+    return v;
+  }
+
+ private:
+  const cluster_graph* cg_;
+  std::vector<std::tuple<std::size_t, std::size_t, double>> seen_;
+};
+
 }  // namespace detail
 
 // Aggregate bandwidth (bytes/s) from the devices of node set `a` to the devices of node set
@@ -325,8 +367,9 @@ namespace detail {
 inline std::vector<std::vector<double>> worker_pairs(const cluster_graph& cg, const std::vector<int>& workers) {
   const std::size_t n = workers.size();
   std::vector<std::vector<double>> w(n, std::vector<double>(n, std::numeric_limits<double>::infinity()));
+  pair_cuts cut(cg);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i + 1; j < n; ++j) w[i][j] = w[j][i] = node_cut(cg, {workers[i]}, {workers[j]});
+    for (std::size_t j = i + 1; j < n; ++j) w[i][j] = w[j][i] = cut(workers[i], workers[j]);
   return w;
 }
 
@@ -430,21 +473,30 @@ inline std::vector<std::size_t> hamiltonian(const std::vector<std::vector<double
   std::sort(sorted.begin(), sorted.end());
   if (sorted != workers) throw error("order", "must be a permutation of the worker node indices");
   double m = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < order.size() && order.size() > 1; ++i)
-    m = std::min(m, detail::node_cut(cg, {order[i]}, {order[(i + 1) % order.size()]}));
+  detail::pair_cuts cut(cg);
+  for (std::size_t i = 0; i < order.size() && order.size() > 1; ++i) m = std::min(m, cut(order[i], order[(i + 1) % order.size()]));
   return m;
 }
 
 // An order of the worker nodes for a ring that maximizes its slowest hop (bottleneck
 // travelling salesman: binary search over the distinct pair bandwidths for the largest
 // threshold whose graph has a Hamiltonian cycle). Exact up to 16 worker nodes; above, the
-// cycle search is a budgeted heuristic. The natural order is returned whenever it is already
-// optimal, and every order starts at the first worker node.
+// cycle search is a budgeted heuristic, and above ring_search_limit worker nodes of more than
+// one shape (or with direct links) the natural order is kept (the pair matrix would grow as the
+// square of the nodes). The natural order is returned whenever it is already optimal, and every
+// order starts at the first worker node.
+inline constexpr std::size_t ring_search_limit = 64;
 [[nodiscard]] inline std::vector<int> ring_order(const cluster_spec& c, const node_links& links = {}) {
   const auto cg = make_graph(c, links);
   const auto workers = detail::worker_nodes(c);
   const std::size_t n = workers.size();
   if (n <= 3) return workers;  // every ring of <= 3 nodes uses the same pairs
+  // worker nodes all of one shape, without direct links: every ring has the same hops
+  if (!cg.direct_links && std::all_of(workers.begin(), workers.end(), [&](int w) {
+        return cg.shape[static_cast<std::size_t>(w)] == cg.shape[static_cast<std::size_t>(workers.front())];
+      }))
+    return workers;
+  if (n > ring_search_limit) return workers;
   const auto w = detail::worker_pairs(cg, workers);
   std::vector<std::size_t> natural(n);
   std::iota(natural.begin(), natural.end(), std::size_t{0});
@@ -485,8 +537,7 @@ struct nic_load {
 };
 
 // e.g. p3.16xlarge: 8 devices, 1 NIC, 2 flows each -> 16 flows on nic0, 25 Gb/s / 16 per flow.
-[[nodiscard]] inline nic_load nic_contention(const cluster_spec& c, int node, int flows_per_device) {
-  const auto cg = make_graph(c);
+[[nodiscard]] inline nic_load nic_contention(const cluster_spec& c, const cluster_graph& cg, int node, int flows_per_device) {
   detail::check_node(c.nodes.size(), node, "node");
   const auto& nd = c.nodes[static_cast<std::size_t>(node)];
   if (nd.server_only) throw error("node", "node " + std::to_string(node) + " is server_only: it has no device flows");
@@ -509,6 +560,10 @@ struct nic_load {
     if (k > 0) out.min_per_flow_bandwidth = std::min(out.min_per_flow_bandwidth, share);
   }
   return out;
+}
+// The same, building the view (cg: make_graph(c), for callers asking about many nodes).
+[[nodiscard]] inline nic_load nic_contention(const cluster_spec& c, int node, int flows_per_device) {
+  return nic_contention(c, make_graph(c), node, flows_per_device);
 }
 
 namespace detail {

@@ -325,3 +325,40 @@ TEST_CASE("graph: ring order is optimal against brute force on random clusters")
   MESSAGE("random rings improved over the natural order: ", improved, " of 20");
   CHECK(improved >= 3);
 }
+
+TEST_CASE("graph: node shapes, and rings of many nodes from a few cuts") {
+  // Nodes built alike share a shape (devices, NICs and their bandwidths; names and latencies
+  // aside); without direct links a node-to-node cut depends on the two shapes alone.
+  auto c = singles(6);
+  c.nodes[2].nic.bandwidth = 3 * GB;        // another shape
+  c.nodes[4].nic.latency = 1e-3;            // latency carries no flow: the same shape as node 0
+  c.nodes[5].devices = 2;                   // two devices: another shape
+  c.nodes[5].intra = {50 * GB, 1e-6};
+  const auto cg = ag::make_graph(c);
+  CHECK(cg.shape == std::vector<std::size_t>{0, 0, 2, 0, 0, 5});
+  CHECK_FALSE(cg.direct_links);
+  CHECK(ag::make_graph(c, {{0, 1, {1 * GB, 0}}}).direct_links);
+  // every hop of a ring, each computed as its own max-flow, against the ring's bottleneck
+  for (const auto& order : {std::vector<int>{0, 1, 2, 3, 4, 5}, std::vector<int>{5, 2, 0, 4, 1, 3}}) {
+    double m = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < order.size(); ++i) m = std::min(m, ag::pair_bandwidth(c, order[i], order[(i + 1) % order.size()]));
+    CHECK(ag::ring_bottleneck(c, order) == m);
+  }
+  // 3000 alike nodes: every ring the same (the natural order), its hop one node's NIC
+  const auto big = singles(3000);
+  const auto order = ag::ring_order(big);
+  REQUIRE(order.size() == 3000);
+  CHECK(std::is_sorted(order.begin(), order.end()));
+  CHECK(ag::ring_bottleneck(big, order) == 1 * GB);
+  // 100 nodes of two shapes, above ring_search_limit: the natural order and its slowest hop
+  auto mixed = singles(100);
+  for (std::size_t i = 50; i < 100; ++i) mixed.nodes[i].nic.bandwidth = 4 * GB;
+  static_assert(ag::ring_search_limit < 100);
+  const auto kept = ag::ring_order(mixed);
+  CHECK(std::is_sorted(kept.begin(), kept.end()));
+  CHECK(ag::ring_bottleneck(mixed, kept) == 1 * GB);
+  // below the limit, 20 nodes of the two shapes interleaved: every ring has a 1 GB/s node
+  auto twenty = singles(20);
+  for (std::size_t i = 1; i < 20; i += 2) twenty.nodes[i].nic.bandwidth = 4 * GB;
+  CHECK(ag::ring_bottleneck(twenty, ag::ring_order(twenty)) == 1 * GB);
+}

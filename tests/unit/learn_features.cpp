@@ -10,6 +10,8 @@
 #include <autosync/learn/dataset.hpp>
 #include <autosync/learn/linear.hpp>
 #include <autosync/learn/metrics.hpp>
+#include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
 
 #include "../common/tiny_specs.hpp"
 
@@ -253,6 +255,50 @@ TEST_CASE("dataset: a record's target is log(median measured / analytical at its
   CHECK(learn::make_sample(r).analytical == Approx(0.030));
   r.strategy.name = "renamed";
   CHECK(learn::make_sample(r).key == s.key);
+}
+
+TEST_CASE("scaled_compute: the compute `run --compute-scale X` simulates, on any device") {
+  // run sleeps forward_flops / device_flops x X, then each tensor's backward_flops / device_flops x X
+  // in ready order. GPT-2 has layers and dgx-h100-x2's device is described (roofline, matrix rates):
+  // neither may price the scaled model.
+  const auto m = zoo::make_model("gpt2");
+  REQUIRE_FALSE(m.layers.empty());
+  auto c = zoo::make_cluster("dgx-h100-x2");
+  REQUIRE(c.nodes[0].compute.described());
+  c.nodes[1].device_flops = c.nodes[0].device_flops * 0.5;  // the slower node sets the pace
+  const double df = c.nodes[1].device_flops;
+  double total = 0.0;
+  for (const auto& t : m.tensors) total += t.backward_flops;
+  for (const double x : {0.5, 1.0, 3.0}) {
+    const auto s = learn::scaled_compute(m, c, x);
+    CHECK(s.layers.empty());
+    const auto ct = cost::compute(s, c);
+    CHECK(ct.from == cost::compute_times::source::profile);
+    CHECK(ct.forward == Approx(m.forward_flops * x / df).epsilon(1e-12));
+    CHECK(ct.backward_total() == Approx(total * x / df).epsilon(1e-12));
+    // each tensor's share of backward is its own FLOPs
+    for (std::size_t i = 0; i < m.tensors.size(); ++i) CHECK(ct.backward[i] == Approx(m.tensors[i].backward_flops * x / df).epsilon(1e-9));
+  }
+  // 0: no compute at all (the layers would have priced some)
+  const auto none = cost::compute(learn::scaled_compute(m, c, 0.0), c);
+  CHECK(none.forward == 0.0);
+  CHECK(none.backward_total() == 0.0);
+  // a device not described (the testbed's CPU cores): FLOPs x X, priced at device_flops
+  const auto t = one_node();
+  REQUIRE_FALSE(t.nodes[0].compute.described());
+  const auto tm = learn::scaled_compute(tiny_model(), t, 2.0);
+  CHECK_FALSE(tm.has_profile());
+  CHECK(tm.forward_flops == 2.0 * tiny_model().forward_flops);
+  CHECK(cost::compute(tm, t).forward == Approx(2.0 * tiny_model().forward_flops / t.nodes[0].device_flops));
+  // errors name the setting
+  CHECK_THROWS_WITH_AS((void)learn::scaled_compute(m, c, -1.0), "'compute_scale': must be a finite number >= 0", error);
+  CHECK_THROWS_WITH_AS((void)learn::scaled_compute(m, c, NAN), "'compute_scale': must be a finite number >= 0", error);
+  CHECK_THROWS_AS((void)learn::scaled_compute(m, c, 1e20), error);
+  auto flopless = c;
+  for (auto& n : flopless.nodes) n.device_flops = 0.0;
+  CHECK_THROWS_WITH_AS((void)learn::scaled_compute(m, flopless, 1.0),
+                       "'compute_scale': cluster 'dgx-h100-x2' states no device_flops: there is no compute to simulate", error);
+  CHECK(learn::scaled_compute(m, flopless, 0.0).forward_flops == 0.0);
 }
 
 TEST_CASE("dataset: records of runs that overrode the packing are left out and counted") {

@@ -76,7 +76,13 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
   if (collective && workers.size() > 1) {
     const auto order = graph::ring_order(c);
     std::string what = "ring over worker nodes ";
-    for (std::size_t i = 0; i < order.size(); ++i) what += (i ? " > " : "") + detail::node_name(c, order[i]);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order.size() > 8 && i == 6) {  // a long ring: its first nodes, how many more, and its last
+        what += " > ... (" + std::to_string(order.size() - 7) + " more)";
+        i = order.size() - 1;
+      }
+      what += (i ? " > " : "") + detail::node_name(c, order[i]);
+    }
     out.push_back({what, graph::ring_bottleneck(c, order), detail::bandwidth_of(f.inter)});
   }
 
@@ -117,7 +123,7 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
     for (int w : workers) {
       const auto& nd = c.nodes[static_cast<std::size_t>(w)];
       if (nd.devices < 1) continue;
-      const auto load = graph::nic_contention(c, w, 1);
+      const auto load = graph::nic_contention(c, cg, w, 1);
       // The slowest flow also crosses its device's own link inside the node.
       const double cut = nd.devices > 1 ? std::min(load.min_per_flow_bandwidth, nd.intra.bandwidth) : load.min_per_flow_bandwidth;
       auto it = std::find_if(rows.begin(), rows.end(), [&](const row& r) {

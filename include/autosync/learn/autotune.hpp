@@ -171,8 +171,8 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   if (o.per_round < 1) throw error("per_round", "must be >= 1");
   // the model as the trials run it: compute scaled like `autosync run --compute-scale` (0: the
   // iteration is communication only), so the ranking estimates what the trials measure
-  const model_spec m = scaled_compute(t.model.spec, t.settings.compute_scale);
   const auto& c = t.cluster;
+  const model_spec m = scaled_compute(t.model.spec, c, t.settings.compute_scale);
   m.validate();
   c.validate();
   const std::string group = t.group();

@@ -52,10 +52,67 @@ struct sample {
   [[nodiscard]] double target() const { return std::log(measured / analytical); }
 };
 
-// The model as the run executed it: FLOPs x compute_scale.
-[[nodiscard]] inline model_spec scaled_compute(model_spec m, double compute_scale) {
-  m.forward_flops *= compute_scale;
-  for (auto& t : m.tensors) t.backward_flops *= compute_scale;
+// The model as `autosync run --compute-scale X` simulates its compute on cluster c: on every
+// rank a forward of forward_flops / device_flops x X, then each tensor's backward_flops /
+// device_flops x X in ready order; the iteration waits for the slowest worker node (the least
+// device_flops). X = 0 simulates none. The timeline gets exactly those times:
+//   X = 0                       FLOPs x 0, without layers or a profile: no compute;
+//   no worker's device described  FLOPs x X, without layers or a profile: the timeline prices FLOPs
+//                                 at each node's device_flops (the trial records' testbeds);
+//   else                        a measured profile of those times (a described device prices FLOPs
+//                                 at its matrix rate and layers on its roofline, neither of which
+//                                 the run sleeps).
+// Throws autosync::error naming "compute_scale" when X is not a finite number >= 0, when X > 0 on
+// a cluster whose workers state no device_flops, or when the times come out beyond the model's
+// limits (1e6 s).
+[[nodiscard]] inline model_spec scaled_compute(model_spec m, const cluster_spec& c, double compute_scale) {
+  if (!(compute_scale >= 0.0) || !std::isfinite(compute_scale)) throw error("compute_scale", "must be a finite number >= 0");
+  m.layers.clear();
+  m.measured_forward = 0.0;
+  m.measured_backward = 0.0;
+  for (auto& t : m.tensors) t.ready_time = -1.0;
+  double flops = 0.0;  // the slowest worker's device_flops
+  bool described = false;
+  for (const auto& n : c.nodes) {
+    if (n.server_only || n.devices < 1) continue;
+    flops = flops > 0.0 ? std::min(flops, n.device_flops) : n.device_flops;
+    described = described || n.compute.described();
+  }
+  if (compute_scale > 0.0 && !(flops > 0.0))
+    throw error("compute_scale", "cluster '" + c.name + "' states no device_flops: there is no compute to simulate");
+  auto too_long = [&](double seconds) {
+    if (seconds < 1e6) return;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%g simulates %g s of compute: beyond the model's limit of 1e6 s", compute_scale, seconds);
+    throw error("compute_scale", buf);
+  };
+  if (compute_scale == 0.0 || !described) {
+    too_long(m.forward_flops * compute_scale / (flops > 0.0 ? flops : 1.0));
+    m.forward_flops *= compute_scale;
+    double backward = 0.0;
+    for (auto& t : m.tensors) {
+      t.backward_flops *= compute_scale;
+      backward += t.backward_flops / (flops > 0.0 ? flops : 1.0);
+    }
+    too_long(backward);
+    return m;
+  }
+  const double per_flop = compute_scale / flops;
+  m.measured_forward = m.forward_flops * per_flop;
+  double t = 0.0;
+  for (const auto i : m.backward_order()) {
+    t += m.tensors[i].backward_flops * per_flop;
+    m.tensors[i].ready_time = t;
+  }
+  too_long(m.measured_forward);
+  too_long(t);
+  if (t > 0.0) {
+    m.measured_backward = t;
+  } else {  // no backward FLOPs: no profile (it needs a backward); the forward is priced from its FLOPs x X
+    for (auto& x : m.tensors) x.ready_time = -1.0;
+    m.measured_forward = 0.0;
+    m.forward_flops *= compute_scale;
+  }
   return m;
 }
 
@@ -86,7 +143,7 @@ struct sample {
 // One training row. Throws autosync::error when the record's times make no target (a zero
 // measured or predicted time).
 [[nodiscard]] inline sample make_sample(const trial_record& r) {
-  const model_spec m = scaled_compute(r.model.spec, r.settings.compute_scale);
+  const model_spec m = scaled_compute(r.model.spec, r.cluster, r.settings.compute_scale);
   const auto f = cost::compute_features(m, r.cluster, r.strategy);
   sample s;
   s.row = f.row;
