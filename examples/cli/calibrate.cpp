@@ -83,8 +83,8 @@ int run_calibrate_log(calibrate_opts co) {
   const std::string why = shape.ranks > 0 ? " (the report's " + std::to_string(shape.ranks) + " ranks do not divide evenly over " +
                                                 std::to_string(co.nodes) + " node(s))"
                                           : " (the log does not list its devices: only a JSON report of nccl-tests -J does)";
-  if (co.nodes == 0) throw error("--nodes", "is required" + why);
-  if (co.devices_per_node == 0) throw error("--devices-per-node", "is required" + why);
+  if (co.nodes == 0) throw error("--nodes", "is required, a whole number in [1, 65536]" + why);
+  if (co.devices_per_node == 0) throw error("--devices-per-node", "is required, a whole number in [1, 1024]" + why);
   if (co.nodes < 1 || co.nodes > 65536) throw error("--nodes", "must be in [1, 65536]");
   if (co.devices_per_node < 1 || co.devices_per_node > 1024) throw error("--devices-per-node", "must be in [1, 1024]");
   if (co.nodes * co.devices_per_node < 2) throw error("--nodes", "a collective needs at least 2 ranks (nodes x devices-per-node)");
@@ -135,7 +135,18 @@ int run_calibrate_log(calibrate_opts co) {
   if (other > 0)
     std::cout << "autosync calibrate: fitting the rows of " << sec->rows.front().type << " " << sec->rows.front().redop << "; " << other
               << " row(s) of other data types or reductions left out\n";
+  // the log's reduction says which kind of collective it timed ("none": all_gather, broadcast, ...)
+  if (const auto& redop = sec->rows.front().redop; !redop.empty()) {
+    const bool reduces = t.op != cost::collective_op::all_gather;
+    if (reduces != (redop != "none"))
+      throw error("--op", "'" + co.op + "' " + (reduces ? "reduces" : "does not reduce") + ", but the log's rows have redop '" + redop +
+                              "': a log of " + (reduces ? "all_gather" : "all_reduce or reduce_scatter") + "?");
+  }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  for (std::size_t i = 1; i < all.size(); ++i)
+    if (all[i].bytes == all[i - 1].bytes)
+      throw error("--nccl-tests", "'" + co.nccl_tests + "' times " + std::to_string(static_cast<std::int64_t>(all[i].bytes)) +
+                                      " bytes twice (one run per log: fit each run from a log of its own)");
   if (all.empty()) throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows with a positive size");
   std::vector<cost::calibration_point> fit;
   for (std::size_t i = 0; i < co.sizes.size(); ++i) {
@@ -150,6 +161,8 @@ int run_calibrate_log(calibrate_opts co) {
     if (used != co.sizes[i].size() || !(b > 0.0)) throw error(f, "must be a positive byte count, got '" + co.sizes[i] + "'");
     const auto it = std::find_if(all.begin(), all.end(), [b](const auto& p) { return p.bytes == b; });
     if (it == all.end()) throw error(f, "the log has no row of " + co.sizes[i] + " bytes");
+    for (std::size_t k = 0; k < i; ++k)
+      if (fit[k].bytes == b) throw error(f, co.sizes[i] + " bytes is already --sizes[" + std::to_string(k) + "]");
     fit.push_back(*it);
   }
   if (fit.empty())

@@ -19,9 +19,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,30 @@ subcommand add_collective(CLI::App& app);
 subcommand add_learn(CLI::App& app);
 subcommand add_tune(CLI::App& app);
 subcommand add_sample(CLI::App& app);
+
+// A whole number in [min, max], for options read into integers: CLI11 reads "-1" into an
+// unsigned as 2^64 - 1 and clamps a number too large for the type; this refuses both (and a
+// sign, a fraction, an exponent), and CLI11 names the option in the message.
+inline CLI::Validator whole_number(std::uint64_t min = 0, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+  return CLI::Validator(
+      [min, max](std::string& s) -> std::string {
+        const std::string range = "a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return "must be " + range + ", got '" + s + "'";
+        const auto first = s.find_first_not_of('0');
+        const std::string v = first == std::string::npos ? "0" : s.substr(first);
+        auto below = [&](std::uint64_t lim) {  // v < lim, as numbers
+          const std::string l = std::to_string(lim);
+          return v.size() != l.size() ? v.size() < l.size() : v < l;
+        };
+        auto above = [&](std::uint64_t lim) {  // v > lim
+          const std::string l = std::to_string(lim);
+          return v.size() != l.size() ? v.size() > l.size() : v > l;
+        };
+        if (below(min) || above(max)) return "must be " + range + ", got '" + s + "'";
+        return "";
+      },
+      "", "whole_number");
+}
 
 // --model / --cluster: a path (has a '/', ends in .json, or exists) is a JSON file, anything
 // else a zoo name.

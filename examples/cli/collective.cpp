@@ -49,10 +49,20 @@ int run_collective(const collective_opts& o) {
   cost::collective_algorithm alg{};
   if (!parse_enum(o.algorithm, alg))
     throw error("--algorithm", "unknown algorithm '" + o.algorithm + "' (valid: " + std::string(valid_names_list<cost::collective_algorithm>()) + ")");
+  // the sizes, split here (not by CLI11, which drops an empty one: "1,,2" is an error)
+  std::vector<std::string> parts;
+  for (const auto& text : o.bytes)
+    for (std::size_t at = 0;;) {
+      const auto comma = text.find(',', at);
+      parts.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
   std::vector<double> sizes;
-  for (std::size_t i = 0; i < o.bytes.size(); ++i) {
-    const auto& s = o.bytes[i];
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto& s = parts[i];
     const std::string f = "--bytes[" + std::to_string(i) + "]";
+    if (s.empty() || !(s[0] >= '0' && s[0] <= '9')) throw error(f, "must be a whole number of bytes in [0, 1e15], got '" + s + "'");
     std::size_t used = 0;
     double v = -1;
     try {
@@ -97,7 +107,7 @@ subcommand add_collective(CLI::App& app) {
   sub->add_option("--cluster", o->cluster, "cluster preset name or cluster JSON file (e.g. from `calibrate --nccl-tests`)")->required();
   sub->add_option("--op", o->op, "all_reduce, reduce_scatter or all_gather")->capture_default_str();
   sub->add_option("--algorithm", o->algorithm, "ring, tree, pat or nccl_default (NCCL's own selection)")->capture_default_str();
-  sub->add_option("--bytes", o->bytes, "sizes in bytes, comma separated")->required()->delimiter(',');
+  sub->add_option("--bytes", o->bytes, "sizes in bytes, comma separated")->required();
   sub->add_flag("--json", o->json, "one JSON object with every size, NCCL's algorithm and protocol");
   return {sub, [o](program&) { return run_collective(*o); }};
 }

@@ -24,7 +24,7 @@ namespace {
 struct explain_opts {
   model_cluster_opts in;
   std::string strategy, dot;
-  bool all_groups = false, allow_lossy = false;
+  bool all_groups = false, allow_lossy = false, other_cluster = false;
 };
 
 int run_explain(const explain_opts& o) {
@@ -32,6 +32,15 @@ int run_explain(const explain_opts& o) {
   const auto c = load_cluster(o.in.cluster);
   const auto s = io::load_strategy_file(o.strategy);
   s.validate(m, c);
+  // a strategy stamped for another cluster or layout: an error, or with --other-cluster a note
+  if (s.made_for) {
+    try {
+      check_made_for(*s.made_for, s.name, c, c.world_size(), c.max_devices_per_node());
+    } catch (const error& e) {
+      if (!o.other_cluster) throw error(e.field(), std::string(e.what()).substr(e.field().size() + 4) + " (--other-cluster: cost it here anyway)");
+      std::cerr << "autosync: note: " << e.what() << "; costed on '" << c.name << "' as asked (--other-cluster)\n";
+    }
+  }
   const auto p = cost::estimate(m, c, s, cost::options{.timeline = !o.in.timeline.empty()});
   std::cout << "strategy '" << s.name << "' for " << m.name << " on " << c.name << "\n";
   io::print_groups(std::cout, m, c, s, o.all_groups);
@@ -57,6 +66,8 @@ subcommand add_explain(CLI::App& app) {
   auto* sub = app.add_subcommand("explain", "show and cost a strategy file");
   add_model_cluster(sub, o->in);
   sub->add_option("strategy", o->strategy, "strategy JSON file")->required();
+  sub->add_flag("--other-cluster", o->other_cluster,
+                "cost a strategy stamped (made_for) for another cluster or layout on this one, with a note, not an error");
   sub->add_option("--dot", o->dot, "write the cluster graph (devices, switches, NICs, links) as Graphviz text");
   sub->add_flag("--all-groups", o->all_groups, "list every group on its own row");
   sub->add_flag("--allow-lossy", o->allow_lossy, "let the alternatives use lossy compression (fp16/bf16)");

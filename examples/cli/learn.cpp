@@ -26,6 +26,9 @@
 #include <autosync/learn/records.hpp>
 #include <autosync/learn/train.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +36,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace autosync_cli {
@@ -176,7 +181,42 @@ int learn_collectives(const learn_opts& o) {
 #endif
 }
 
+// The options' own checks, before any file is read: --name must be a C++ name the header can
+// declare, and a records file given twice would count its records twice.
+void check_learn_opts(const learn_opts& o) {
+  if (!o.name.empty()) {
+    static constexpr std::string_view keywords[] = {
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char",
+        "char8_t", "char16_t", "char32_t", "class", "co_await", "co_return", "co_yield", "compl", "concept", "const", "consteval",
+        "constexpr", "constinit", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+        "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
+        "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
+        "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert",
+        "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
+        "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+    std::string_view rest = o.name;
+    while (true) {
+      const auto cut = rest.find("::");
+      const std::string_view part = rest.substr(0, cut);
+      const bool ident = !part.empty() && (std::isalpha(static_cast<unsigned char>(part[0])) || part[0] == '_') &&
+                         std::all_of(part.begin(), part.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+      if (!ident || std::find(std::begin(keywords), std::end(keywords), part) != std::end(keywords))
+        throw error("--name", "must be a C++ name, namespaces joined by ::, none of them a keyword (e.g. my::correction), got '" +
+                                  o.name + "'");
+      if (cut == std::string_view::npos) break;
+      rest = rest.substr(cut + 2);
+    }
+  }
+  for (std::size_t i = 0; i < o.records.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(o.records[i], o.records[j], ec) && !ec)
+        throw error("--records", "'" + o.records[i] + "' is given twice (as '" + o.records[j] + "'): its records would count twice");
+    }
+}
+
 int run_learn(const learn_opts& o) {
+  check_learn_opts(o);
   if (!o.collectives.empty()) return learn_collectives(o);
   if (o.records.empty()) throw error("--records", "give at least one records file (or --collectives MANIFEST)");
   if (!(o.holdout >= 0.0 && o.holdout < 1.0)) throw error("--holdout", "must be in [0, 1)");
@@ -233,13 +273,27 @@ subcommand add_learn(CLI::App& app) {
                                 "the collective-level correction");
   records->excludes(colls);
   sub->add_option("--holdout", lo->holdout, "--records: fraction of strategies held out for the report")->capture_default_str();
-  sub->add_option("--folds", lo->folds, "--collectives: folds of the k-fold report over rows")->capture_default_str();
+  sub->add_option("--folds", lo->folds, "--collectives: folds of the k-fold report over rows")->check(whole_number(2, 1000))->capture_default_str();
   sub->add_option("--out", lo->out, "write the model trained on every row as XGBoost JSON");
   sub->add_option("--emit-header", lo->header, "write the model as a C++ header with a constexpr forest");
   sub->add_option("--name", lo->name, "the forest's name in the header (default: default_model, default_collective_model)");
-  sub->add_option("--rounds", lo->rounds, "boosting rounds (default: 200 for --records, 50 for --collectives)");
-  sub->add_option("--depth", lo->depth, "tree depth (default: 4 for --records, 2 for --collectives)");
-  sub->add_option("--eta", lo->eta, "learning rate (default: 0.1 for --records and --collectives)");
+  sub->add_option("--rounds", lo->rounds, "boosting rounds (default: 200 for --records, 50 for --collectives)")
+      ->check(whole_number(1, 100'000));
+  sub->add_option("--depth", lo->depth, "tree depth (default: 4 for --records, 2 for --collectives)")->check(whole_number(1, 20));
+  sub->add_option("--eta", lo->eta, "learning rate (default: 0.1 for --records and --collectives)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            double v = 0.0;
+            try {
+              std::size_t used = 0;
+              v = std::stod(s, &used);
+              if (used != s.size()) v = std::nan("");
+            } catch (const std::exception&) {
+              v = std::nan("");
+            }
+            return v > 0.0 && v <= 1.0 ? "" : "must be a number in (0, 1], got '" + s + "'";
+          },
+          "", "learning_rate"));
   return {sub, [lo](program&) { return run_learn(*lo); }};
 }
 

@@ -115,13 +115,14 @@ subcommand add_optimize(CLI::App& app) {
   auto o = std::make_shared<optimize_opts>();
   auto* sub = app.add_subcommand("optimize", "search the best strategy (the default command)");
   add_model_cluster(sub, o->in);
-  sub->add_option("--seed", o->seed, "random seed (the search is deterministic for a seed)")->capture_default_str();
+  sub->add_option("--seed", o->seed, "random seed (the search is deterministic for a seed)")->check(whole_number())->capture_default_str();
   sub->add_flag("--json", o->json, "print the result as JSON");
   sub->add_option("--out", o->out, "write the found strategy as JSON");
   sub->add_option("--emit-header", o->header, "write the found strategy as a C++ header of policy types");
   sub->add_flag("--allow-lossy", o->allow_lossy, "let the search use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");
   add_lossy_budget(sub, o->max_ratio, o->compressors, "the search");
-  sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate");
+  sub->add_option("--budget", o->budget, "maximum number of strategies to evaluate (0: the search's own end)")
+      ->check(whole_number(0, 1'000'000'000));
   sub->add_option("--epsilon", o->epsilon, "answer the simplest strategy within this relative tolerance of the best score")
       ->capture_default_str();
   sub->add_flag("--no-correction", o->no_correction, "rank by the analytical model only (no re-rank by the embedded learned correction)");

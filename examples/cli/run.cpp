@@ -303,7 +303,7 @@ subcommand add_run(CLI::App& app) {
   sub->add_option("--compute-scale", ro->compute_scale, "simulate backward compute: backward_flops / device_flops x this (0: none)")
       ->capture_default_str();
   sub->add_option("--records", ro->records, "append a trial record (JSON Lines) to this file");
-  sub->add_option("--seed", ro->seed, "seed of the synthetic gradients")->capture_default_str();
+  sub->add_option("--seed", ro->seed, "seed of the synthetic gradients")->check(whole_number())->capture_default_str();
   sub->add_option("--bucket-times", ro->bucket_times,
                   "write when each plan bucket finished on each rank in every timed iteration (seconds from the iteration's "
                   "start) to this JSON file");

@@ -101,8 +101,8 @@ subcommand add_sample(CLI::App& app) {
   auto* compute_scale = sub->add_option("--compute-scale", so->compute_scale,
                                         "cost compute as `run --compute-scale` simulates it: FLOPs / device_flops x this (0: no compute, "
                                         "`run`'s default; default here: the model's own compute, layers or profile)");
-  sub->add_option("--count", so->count, "random strategies to draw")->capture_default_str();
-  sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->capture_default_str();
+  sub->add_option("--count", so->count, "random strategies to draw")->check(whole_number(0, 100'000))->capture_default_str();
+  sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->check(whole_number())->capture_default_str();
   sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
   sub->add_flag("--baselines", so->baselines, "also write every baseline strategy");
   sub->add_flag("--search", so->search, "also write the strategy the search finds (as `optimize` finds it by default)");

@@ -18,6 +18,7 @@
 #include <autosync/learn/runners.hpp>
 #include <autosync/learn/train.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -94,7 +95,9 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   const auto r = learn::autotune(t, runner, o.records, source, trainer, to);
   std::cout << "\n" << r.trials.size() << " trial(s) (" << r.resumed << " resumed), " << r.rounds << " round(s)"
             << (r.converged ? ", converged" : "") << "\n";
-  if (!r.best) return 0;
+  if (!r.best)
+    throw error("--runner", "no trial ran: runner '" + o.runner + "' measured none of the proposals (a replay file of another "
+                            "model, cluster or layout?)" + (o.out.empty() ? "" : "; nothing written to '" + o.out + "'"));
   const double best = r.best_measured;
   std::cout << "best measured: " << r.best->strategy.name << " " << msec(best)
             << (r.confirmations.empty() ? "" : " (upper median of its runs)") << "\n";
@@ -116,12 +119,19 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
 int run_tune(const tune_opts& o, const char* argv0) {
   if (o.records.empty()) throw error("--records", "give the records file the trials are appended to (and resumed from)");
   if (o.np < 1) throw error("--np", "must be >= 1");
+  if (o.iters < 1) throw error("--iters", "must be >= 1");
+  if (o.warmup < 0) throw error("--warmup", "must be >= 0");
+  if (o.ranks_per_node < 0) throw error("--ranks-per-node", "must be >= 1 (or left out: from the cluster)");
+  if (!(o.compute_scale >= 0.0) || !std::isfinite(o.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
   learn::tune_target t;
   t.model = looks_like_file(o.model) ? learn::model_source::inline_model(io::load_model_file(o.model))
                                      : learn::model_source::from_zoo(o.model, o.scale);
   if (looks_like_file(o.model) && o.scale != 1.0) throw error("--scale", "applies to zoo models only");
   t.cluster = o.cluster.empty() ? zoo::make_cluster("local-" + std::to_string(o.np)) : load_cluster(o.cluster);
   t.ranks = o.np;
+  if (o.np > t.cluster.world_size())
+    throw error("--np", std::to_string(o.np) + " ranks do not fit cluster '" + t.cluster.name + "' of " +
+                            std::to_string(t.cluster.world_size()) + " devices");
   t.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : (t.cluster.world_size() == o.np ? t.cluster.max_devices_per_node() : o.np);
   if (o.np % t.ranks_per_node != 0) throw error("--ranks-per-node", "must divide --np");
   t.settings = {o.warmup, o.compute_scale, o.seed};
@@ -170,19 +180,20 @@ subcommand add_tune(CLI::App& app) {
   sub->add_option("--model", to->model, "zoo model name or model JSON file")->capture_default_str();
   sub->add_option("--cluster", to->cluster, "cluster preset name or cluster JSON file (default: local-<np>)");
   sub->add_option("--records", to->records, "records file: trials are appended to it and resumed from it")->required();
-  sub->add_option("--budget", to->budget, "trials in all")->capture_default_str();
+  sub->add_option("--budget", to->budget, "trials in all")->check(whole_number(1, 1'000'000))->capture_default_str();
   sub->add_option("--runner", to->runner, "local | testbed:NAME | cmd:TEMPLATE | replay:FILE")->capture_default_str();
-  sub->add_option("--np", to->np, "ranks per trial")->capture_default_str();
-  sub->add_option("--ranks-per-node", to->ranks_per_node, "ranks per node (default: from the cluster)");
+  sub->add_option("--np", to->np, "ranks per trial")->check(whole_number(1, 1'000'000))->capture_default_str();
+  sub->add_option("--ranks-per-node", to->ranks_per_node, "ranks per node (default: from the cluster)")->check(whole_number(1, 1'000'000));
   sub->add_option("--scale", to->scale, "scale a zoo model (zoo::make_model_scaled)")->capture_default_str();
-  sub->add_option("--iters", to->iters, "measured iterations per trial")->capture_default_str();
-  sub->add_option("--warmup", to->warmup, "warm-up iterations per trial")->capture_default_str();
+  sub->add_option("--iters", to->iters, "measured iterations per trial")->check(whole_number(1, 1'000'000))->capture_default_str();
+  sub->add_option("--warmup", to->warmup, "warm-up iterations per trial")->check(whole_number(0, 1'000'000))->capture_default_str();
   sub->add_option("--compute-scale", to->compute_scale, "simulated compute, as in `autosync run`")->capture_default_str();
   sub->add_option("--source", to->source, "records of other models/clusters to learn from too (transfer)")->expected(1, -1);
-  sub->add_option("--per-round", to->per_round, "trials per round")->capture_default_str();
-  sub->add_option("--proposals", to->proposals, "sampled candidates per round")->capture_default_str();
-  sub->add_option("--seed", to->seed, "seed of the proposals and of the trials' gradients")->capture_default_str();
+  sub->add_option("--per-round", to->per_round, "trials per round")->check(whole_number(1, 1'000'000))->capture_default_str();
+  sub->add_option("--proposals", to->proposals, "sampled candidates per round")->check(whole_number(1, 100'000'000))->capture_default_str();
+  sub->add_option("--seed", to->seed, "seed of the proposals and of the trials' gradients")->check(whole_number())->capture_default_str();
   sub->add_option("--confirm", to->confirm, "run the best N measured strategies and the best baseline once more at the end (0: off)")
+      ->check(whole_number(0, 1'000'000))
       ->capture_default_str();
   sub->add_flag("--allow-lossy", to->allow_lossy,
                 "let proposals use lossy compression (fp16, bf16, int8, qsgd, nuqsgd, alq, amq, topk, randomk, powersgd)");

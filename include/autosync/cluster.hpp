@@ -160,6 +160,7 @@ struct cluster_spec {
     std::unordered_set<std::string> names;
     auto finite_pos = [](double v) { return std::isfinite(v) && v > 0.0; };
     auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
+    auto seconds = [](double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; };  // a latency: at most 1 s
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];
       const std::string f = "nodes[" + std::to_string(i) + "]";
@@ -173,14 +174,14 @@ struct cluster_spec {
         if (!finite_pos(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be a positive number of bytes/s");
         validate_compute(n.compute, f + ".compute");
       }
-      if (!finite_nonneg(n.intra.latency)) throw error(f + ".intra.latency", "must be a finite non-negative number of seconds");
+      if (!seconds(n.intra.latency)) throw error(f + ".intra.latency", "must be seconds in [0, 1]");
       if (n.nics < 1 || n.nics > 64) throw error(f + ".nics", "must be in [1, 64]");
       if (!finite_pos(n.nic.bandwidth)) throw error(f + ".nic.bandwidth", "must be a positive number of bytes/s");
-      if (!finite_nonneg(n.nic.latency)) throw error(f + ".nic.latency", "must be a finite non-negative number of seconds");
+      if (!seconds(n.nic.latency)) throw error(f + ".nic.latency", "must be seconds in [0, 1]");
     }
     if (world_size() < 1) throw error("nodes", "a cluster needs at least one worker device");
-    if (!finite_nonneg(transport.message_latency)) throw error("transport.message_latency", "must be a finite non-negative number of seconds");
-    if (!finite_nonneg(transport.message_overhead)) throw error("transport.message_overhead", "must be a finite non-negative number of seconds");
+    if (!seconds(transport.message_latency)) throw error("transport.message_latency", "must be seconds in [0, 1]");
+    if (!seconds(transport.message_overhead)) throw error("transport.message_overhead", "must be seconds in [0, 1]");
     if (!(std::isfinite(transport.efficiency) && transport.efficiency >= 0.0 && transport.efficiency <= 1.0))
       throw error("transport.efficiency", "must be in [0, 1] (0: the transport's default)");
     if (transport.gpu_direct < -1 || transport.gpu_direct > 1) throw error("transport.gpu_direct", "must be -1 (default), 0 or 1");

@@ -213,6 +213,39 @@ TEST_CASE("nccl-tests JSON report (-J): rows, the machine's shape, and errors th
   fails("{\"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 0, \"alg_bw\": 0, \"bus_bw\": 0}}]}", "results[0].in_place.time",
         1);
   CHECK_THROWS_AS((void)io::parse_nccl_tests_json("{\"results\": [", "r.json"), file_error);  // truncated
+  // what is no measurement: wrong results, a time of 1000 s or more, a size over 1 TiB, a device entry that is no object
+  fails("{\"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 1, \"alg_bw\": 0, \"bus_bw\": 0, \"nwrong\": 7}}]}",
+        "results[0].in_place.nwrong", 1);
+  fails("{\"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 1e300, \"alg_bw\": 0, \"bus_bw\": 0}}]}",
+        "results[0].in_place.time", 1);
+  fails("{\"results\": [{\"size\": 4611686018427387904, \"count\": 2, \"in_place\": {\"time\": 1, \"alg_bw\": 0, \"bus_bw\": 0}}]}",
+        "results[0].size", 1);
+  fails("{\"config\": {\"devices\": [null]}, \"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 1, \"alg_bw\": 0, \"bus_bw\": 0}}]}",
+        "config.devices[0]", 1);
+  // nwrong -1 or a string: not checked, as nccl-tests writes it with -c 0
+  CHECK(io::parse_nccl_tests_json("{\"results\": [{\"size\": 8, \"count\": 2, \"in_place\": {\"time\": 1, \"alg_bw\": 0, \"bus_bw\": 0, "
+                                  "\"nwrong\": -1}}]}", "r.json").rows() == 1);
+}
+
+TEST_CASE("nccl-tests text: rows that are no measurement name their line") {
+  const std::string head = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  auto fails = [&](const std::string& row, const std::string& says) {
+    CHECK_THROWS_WITH_AS((void)cost::nccl_tests::parse(head + row), doctest::Contains(says.c_str()), error);
+  };
+  fails("        1024           256     float     sum      -1    12.50    0.08    0.14      3    12.00    0.09    0.15      0\n",
+        "'line 2': #wrong is 3: nccl-tests found wrong results");
+  fails("        1024           256     float     sum      -1    12.50    0.08    0.14      0    12.00    0.09    0.15      1\n",
+        "'line 2': #wrong is 1");
+  fails("        1024           256     float     sum      -1    2e9    0.08    0.14      0    12.00    0.09    0.15      0\n",
+        "'line 2': a time of 2e9 us is 1000 s or more");
+  fails("  2199023255553   549755813888     float     sum      -1    12.50    0.08    0.14      0    12.00    0.09    0.15      0\n",
+        "'line 2': size 2199023255553 bytes is over 1 TiB");
+  // N/A (no check) is no count; before 2.13 the column is the largest error, a float
+  CHECK(cost::nccl_tests::parse(head + "        1024           256     float     sum      -1    12.50    0.08    0.14    N/A    12.00    0.09    0.15    N/A\n")
+            .rows() == 1);
+  const std::string old = "#       size         count      type   redop    root     time   algbw   busbw  error     time   algbw   busbw  error\n";
+  CHECK(cost::nccl_tests::parse(old + "        1024           256     float     sum      -1    12.50    0.08    0.14  1e-07    12.00    0.09    0.15  2e-07\n")
+            .rows() == 1);
 }
 
 TEST_CASE("nccl-tests parser: older 12-column logs and mpirun tags") {

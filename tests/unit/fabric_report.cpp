@@ -2,6 +2,7 @@
 // on every built-in cluster they agree; on a heterogeneous one they differ where the model's
 // "slowest node" summary and the real cut part ways, by the amount computed by hand below.
 #include <autosync/io/fabric_report.hpp>
+#include <autosync/io/report.hpp>
 #include <autosync/zoo/clusters.hpp>
 
 #include <doctest/doctest.h>
@@ -99,4 +100,11 @@ TEST_CASE("fabric report: one node and no servers in use give no network rows") 
   const auto c = zoo::make_cluster("local-4");
   strategy_desc s{"t", {all_reduce_hier()}, {}};
   CHECK(io::fabric_checks(c, s).empty());
+}
+
+TEST_CASE("report: times in milliseconds, from 1000 s on in seconds") {
+  CHECK(io::format_ms(0.01234) == "12.34 ms");
+  CHECK(io::format_ms(999.0) == "999000.00 ms");
+  CHECK(io::format_ms(1234.4) == "1234 s");
+  CHECK(io::format_ms(6.2e301) == "6.2e+301 s");  // never a row of digits cut off by the buffer
 }

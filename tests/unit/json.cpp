@@ -409,6 +409,11 @@ TEST_CASE("json errors: cluster") {
   CHECK(err("{\"nodes\": [{\"nic\": {\"bandwidth\": true}}]}") ==
         "c.json:1: 'nodes[0].nic.bandwidth': must be a number or a string with a unit, got true");
   CHECK(err("{\"nodes\": [{\"count\": 0}]}") == "c.json:1: 'nodes[0].count': must be an integer in [1, 65536], got 0");
+  // a latency is seconds in [0, 1]: 1e300 would make every figure a row of digits
+  const std::string node = R"("device_flops": 1e12, "reduce_bandwidth": 1e10, "nic": {"bandwidth": 1e9, )";
+  CHECK(err("{\"nodes\": [{" + node + "\"latency\": 1e300}}]}") == "c.json:1: 'nodes[0].nic.latency': must be seconds in [0, 1]");
+  CHECK(err("{\"nodes\": [{" + node + "\"latency\": 0}, \"devices\": 2, \"intra\": {\"bandwidth\": 1e10, \"latency\": \"2s\"}}]}") ==
+        "c.json:1: 'nodes[0].intra.latency': must be seconds in [0, 1]");
   CHECK(err("{\"nodes\": [{\"count\": 40000}, {\"count\": 40000}]}") ==
         "c.json:1: 'nodes[1].count': the cluster would have more than 65536 nodes");
   CHECK(err("{\"nodes\": [{\"devices\": 2147483648}]}") ==

@@ -80,6 +80,13 @@ TEST_CASE("made_for: malformed stamps name the field") {
   CHECK(thrown([&] { (void)io::parse_strategy(head + R"({"cluster": "a", "fingerprint": "f", "world_size": 4, "ranks_per_node": 4, "x": 1}})"); })
             .find("'made_for.x': unknown key 'x'") != std::string::npos);
   CHECK(thrown([&] { (void)io::parse_strategy(head + R"("local-4"})"); }).find("'made_for': must be {") != std::string::npos);
+  // the fingerprint in the form cluster_fingerprint writes, or an error naming it
+  for (const char* fp : {"", "f", "fnv1a64:3f0c", "fnv1a64:3F0C00000000000A", "sha256:0123456789abcdef"})
+    CHECK(thrown([&] {
+            (void)io::parse_strategy(head + R"({"cluster": "a", "fingerprint": ")" + fp + R"(", "world_size": 4, "ranks_per_node": 4}})");
+          }).find("'made_for.fingerprint': must be \"fnv1a64:\" and 16 hex digits") != std::string::npos);
+  CHECK(io::parse_strategy(head + R"({"cluster": "a", "fingerprint": "fnv1a64:3f0c00000000000a", "world_size": 4, "ranks_per_node": 4}})")
+            .made_for->fingerprint == "fnv1a64:3f0c00000000000a");
 }
 
 TEST_CASE("made_for: check_made_for names the field and both sides") {

@@ -35,13 +35,21 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace autosync::cost::nccl_tests {
+
+// What a row may hold and still be a measurement: a size of at most 1 TiB per rank, a time below
+// 1000 s, and (where the log counts them) no wrong results. Beyond them a row is an error that
+// names its line or field, not a point to fit.
+inline constexpr std::int64_t max_bytes = std::int64_t{1} << 40;
+inline constexpr double max_time_us = 1e9;
 
 struct row {
   std::int64_t bytes = 0;     // size (B)
@@ -106,6 +114,7 @@ struct layout {
   std::size_t lead = 5; // size count type [redop] [root]
   int per_iter = 0;     // columns after each #wrong (-I 1: i_min i_max i_p99 i_cv%)
   int trailing = 0;     // tokens after the in-place columns (-S 1: date and time)
+  bool wrong_count = true;      // the #wrong columns count wrong results (before 2.13: "error", the largest error)
   std::size_t header_line = 0;  // the header line it was read from (0: the defaults)
   [[nodiscard]] std::size_t block() const noexcept { return 4 + static_cast<std::size_t>(per_iter); }  // time algbw busbw #wrong [...]
   [[nodiscard]] std::size_t columns() const noexcept { return lead + 2 * block() + static_cast<std::size_t>(trailing); }
@@ -134,6 +143,7 @@ struct layout {
   while (j < h.size() && !is_time(h[j])) ++j;  // the per-iteration columns, up to the in-place time
   if (j + 4 > h.size() || h[j + 1] != "algbw" || h[j + 2] != "busbw" || !is_wrong(h[j + 3])) return false;
   l.per_iter = static_cast<int>(j - i - 4);
+  l.wrong_count = h[i + 3] == "#wrong";
   const std::size_t end = j + 4 + static_cast<std::size_t>(l.per_iter);
   if (end > h.size()) return false;
   if (end < h.size()) {
@@ -229,6 +239,15 @@ struct layout {
     if (!both) r.in_place_only();
     if (!(r.time_us > 0.0)) throw error(where, "time must be positive");
     if (!(r.in_place_time_us > 0.0)) throw error(where, "the in-place time must be positive");  // as a JSON report's
+    if (r.bytes > max_bytes) throw error(where, "size " + std::string(f[0]) + " bytes is over 1 TiB: not a collective's size");
+    if (r.time_us >= max_time_us || r.in_place_time_us >= max_time_us)
+      throw error(where, "a time of " + std::string(f[r.time_us >= max_time_us ? cols[0] : cols[3]]) + " us is 1000 s or more: not a collective's time");
+    if (l.wrong_count)  // "N/A" when nccl-tests did not check
+      for (const std::size_t w : {both ? lead + 3 : std::size_t{0}, in_place + 3}) {
+        std::int64_t wrong = 0;
+        if (w != 0 && detail::parse_num(f[w], wrong) && wrong != 0)
+          throw error(where, "#wrong is " + std::string(f[w]) + ": nccl-tests found wrong results, not a timing to fit");
+      }
     cur.rows.push_back(std::move(r));
   }
   flush();
@@ -244,6 +263,7 @@ struct layout {
 namespace detail {
 // A log file's text. Throws autosync::error naming the path when it cannot be read.
 [[nodiscard]] inline std::string read_file(const std::string& path) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) throw error(path, "is a directory, not an nccl-tests log");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error(path, "cannot open nccl-tests log");
   std::ostringstream ss;

@@ -64,6 +64,10 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
   algbw = figure(o, f, "alg_bw");
   busbw = figure(o, f, "bus_bw");
   if (!(time_us > 0.0)) throw error(jio::member(f, key), "must be positive");
+  if (time_us >= autosync::cost::nccl_tests::max_time_us) throw error(jio::member(f, key), "is 1000 s or more: not a collective's time");
+  if (const json* w = jio::find(o, "nwrong"); w && w->is_number() && w->get<double>() != 0.0)  // (-1, "N/A": not checked)
+    if (!(w->is_number_integer() && w->get<std::int64_t>() < 0))
+      throw error(jio::member(f, "nwrong"), "is " + jio::shown(*w) + ": nccl-tests found wrong results, not a timing to fit");
 }
 
 [[nodiscard]] inline std::int64_t count_of(const json& r, const std::string& f, std::string_view key) {
@@ -86,6 +90,7 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
     jio::expect_object(r, f, "a result (one size)");
     autosync::cost::nccl_tests::row row;
     row.bytes = count_of(r, f, "size");
+    if (row.bytes > autosync::cost::nccl_tests::max_bytes) throw error(jio::member(f, "size"), "is over 1 TiB: not a collective's size");
     row.count = count_of(r, f, "count");
     if (const json* v = jio::find(r, "type")) row.type = jio::read_string(*v, jio::member(f, "type"));
     if (const json* v = jio::find(r, "redop")) row.redop = jio::read_string(*v, jio::member(f, "redop"));
@@ -117,8 +122,9 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
         per_process *= v->get<std::int64_t>();
     if (const json* d = jio::find(*c, "devices"); d && d->is_array() && !d->empty() && d->size() <= 1'000'000) {
       std::set<std::string> hosts;
-      for (const auto& e : *d) {
-        if (!e.is_object()) continue;
+      for (std::size_t k = 0; k < d->size(); ++k) {
+        const json& e = (*d)[k];
+        if (!e.is_object()) throw error(jio::member("config", jio::element("devices", k)), "must be an object (rank, hostname, device_info)");
         if (const json* h = jio::find(e, "hostname"); h && h->is_string()) hosts.insert(h->get<std::string>());
         if (const json* di = jio::find(e, "device_info"); di && di->is_string() && out.hw.empty()) out.hw = di->get<std::string>();
       }

@@ -18,6 +18,7 @@
 #include <autosync/strategy/items.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -40,8 +41,9 @@ namespace autosync::io {
 
 // Seconds as milliseconds with two decimals: "12.30 ms".
 [[nodiscard]] inline std::string format_ms(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  char buf[48];
+  if (std::abs(s) < 1e3 || !std::isfinite(s)) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.4g s", s);  // 1000 s and more: seconds, never a row of digits
   return buf;
 }
 

@@ -192,6 +192,12 @@ class slot_writer {
   if (m.world_size < 1) throw error(member(f, "world_size"), "must be >= 1, got " + std::to_string(m.world_size));
   if (m.ranks_per_node < 1 || m.world_size % m.ranks_per_node != 0)
     throw error(member(f, "ranks_per_node"), std::to_string(m.ranks_per_node) + " does not divide world_size " + std::to_string(m.world_size));
+  {  // what cluster_fingerprint writes: "fnv1a64:" and 16 hex digits
+    const std::string_view fp = m.fingerprint, head = "fnv1a64:";
+    const bool hex = fp.size() == head.size() + 16 && fp.substr(0, head.size()) == head &&
+                     fp.substr(head.size()).find_first_not_of("0123456789abcdef") == std::string_view::npos;
+    if (!hex) throw error(member(f, "fingerprint"), "must be \"fnv1a64:\" and 16 hex digits (as written by the search), got '" + m.fingerprint + "'");
+  }
   return m;
 }
 

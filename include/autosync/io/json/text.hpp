@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -419,6 +420,7 @@ auto parse_text(std::string_view text, const std::string& file, Read&& read) {
 }
 
 [[nodiscard]] inline std::string read_file(const std::filesystem::path& path) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) throw error("'" + path.string() + "' is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot open '" + path.string() + "' for reading");
   std::ostringstream ss;
