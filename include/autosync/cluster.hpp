@@ -159,7 +159,6 @@ struct cluster_spec {
     if (nodes.empty()) throw error("nodes", "a cluster needs at least one node");
     std::unordered_set<std::string> names;
     auto finite_pos = [](double v) { return std::isfinite(v) && v > 0.0; };
-    auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
     auto seconds = [](double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; };  // a latency: at most 1 s
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];

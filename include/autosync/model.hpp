@@ -358,10 +358,10 @@ struct model_spec {
       if (!(t.sparse_density > 0.0 && t.sparse_density <= 1.0))
         throw error(f + ".sparse_density", "must be in (0, 1]");
       if (!(t.backward_flops >= 0.0) || t.backward_flops > 1e30)
-        throw error(f + ".backward_flops", "must be a finite non-negative number");
+        throw error(f + ".backward_flops", "must be a number of FLOPs in [0, 1e30]");
       if (t.ready_order >= 0) any_order = true;
     }
-    if (!(forward_flops >= 0.0) || forward_flops > 1e30) throw error("forward_flops", "must be a finite non-negative number");
+    if (!(forward_flops >= 0.0) || forward_flops > 1e30) throw error("forward_flops", "must be a number of FLOPs in [0, 1e30]");
     validate_layers();
     validate_profile();
     if (batch_per_device < 0) throw error("batch_per_device", "must not be negative");
