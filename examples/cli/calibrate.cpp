@@ -149,20 +149,21 @@ int run_calibrate_log(calibrate_opts co) {
                                       " bytes twice (one run per log: fit each run from a log of its own)");
   if (all.empty()) throw error("--nccl-tests", "'" + co.nccl_tests + "' has no rows with a positive size");
   std::vector<cost::calibration_point> fit;
-  for (std::size_t i = 0; i < co.sizes.size(); ++i) {
+  const auto sizes = split_items(co.sizes, "--sizes");  // (not CLI11's split: "1,,2" is an error)
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
     const std::string f = "--sizes[" + std::to_string(i) + "]";
     std::size_t used = 0;
     double b = -1;
     try {
-      b = std::stod(co.sizes[i], &used);
+      b = std::stod(sizes[i], &used);
     } catch (const std::exception&) {
-      throw error(f, "not a byte count: '" + co.sizes[i] + "'");
+      throw error(f, "not a byte count: '" + sizes[i] + "'");
     }
-    if (used != co.sizes[i].size() || !(b > 0.0)) throw error(f, "must be a positive byte count, got '" + co.sizes[i] + "'");
+    if (used != sizes[i].size() || !(b > 0.0)) throw error(f, "must be a positive byte count, got '" + sizes[i] + "'");
     const auto it = std::find_if(all.begin(), all.end(), [b](const auto& p) { return p.bytes == b; });
-    if (it == all.end()) throw error(f, "the log has no row of " + co.sizes[i] + " bytes");
+    if (it == all.end()) throw error(f, "the log has no row of " + sizes[i] + " bytes");
     for (std::size_t k = 0; k < i; ++k)
-      if (fit[k].bytes == b) throw error(f, co.sizes[i] + " bytes is already --sizes[" + std::to_string(k) + "]");
+      if (fit[k].bytes == b) throw error(f, sizes[i] + " bytes is already --sizes[" + std::to_string(k) + "]");
     fit.push_back(*it);
   }
   if (fit.empty())
@@ -288,10 +289,13 @@ subcommand add_calibrate(CLI::App& app) {
                                                "(--nccl-tests), and write a cluster JSON");
   sub->add_option("--out", co->out, "cluster JSON file to write")->required();
   sub->add_option("--nccl-tests", co->nccl_tests, "fit to this nccl-tests log (all_reduce_perf etc.: the text output or the JSON report of -J) instead of measuring");
-  sub->add_option("--nodes", co->nodes, "with --nccl-tests: nodes the log ran on (default: a JSON report's hosts)");
-  sub->add_option("--devices-per-node", co->devices_per_node, "with --nccl-tests: GPUs (ranks) per node (default: a JSON report's ranks per host)");
-  sub->add_option("--sizes", co->sizes, "with --nccl-tests: fit to these rows only (bytes, comma separated)")->delimiter(',');
-  sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")->capture_default_str();
+  sub->add_option("--nodes", co->nodes, "with --nccl-tests: nodes the log ran on (default: a JSON report's hosts)")->check(whole_number(1, 65536));
+  sub->add_option("--devices-per-node", co->devices_per_node, "with --nccl-tests: GPUs (ranks) per node (default: a JSON report's ranks per host)")
+      ->check(whole_number(1, 1024));
+  sub->add_option("--sizes", co->sizes, "with --nccl-tests: fit to these rows only (bytes, comma separated)");
+  sub->add_option("--points", co->points, "with --nccl-tests and no --sizes: rows to fit, spread over the log's range")
+      ->check(whole_number(1, 64))
+      ->capture_default_str();
   sub->add_option("--cluster", co->cluster, "with --nccl-tests: data-sheet cluster (preset or JSON) whose first node is the machine's")
       ->capture_default_str();
   sub->add_option("--transport", co->transport, "with --nccl-tests: rdma, efa, slingshot, gpudirect_tcp or tcp with that kind's defaults (default: the cluster's); auto: fit each, keep the best (4 sizes or more, 2 nodes or more)");

@@ -96,9 +96,26 @@ inline cluster_spec load_cluster(const std::string& s) { return looks_like_file(
 // --search` share this rule, so the strategy `sample` writes is `optimize`'s default pick.
 inline bool corrects_by_default(const cluster_spec& c) { return c.backend == collective_backend::mpi; }
 
+// The items of a comma-separated option, split here: CLI11's delimiter drops an empty item, so
+// "a,,b" would pass for "a,b". An empty item is an error naming the option and its place.
+inline std::vector<std::string> split_items(const std::vector<std::string>& given, const std::string& option) {
+  std::vector<std::string> out;
+  for (const auto& text : given)
+    for (std::size_t at = 0;;) {
+      const auto comma = text.find(',', at);
+      auto item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      if (item.empty()) throw error(option + "[" + std::to_string(out.size()) + "]", "is empty (in '" + text + "')");
+      out.push_back(std::move(item));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  return out;
+}
+
 // --max-compression-ratio and --compressors of `optimize` and `tune`: the budget of lossy
 // compression, given only with --allow-lossy.
-inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, const std::vector<std::string>& compressors) {
+inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, const std::vector<std::string>& given) {
+  const auto compressors = split_items(given, "--compressors");
   if ((max_ratio != 0.0 || !compressors.empty()) && !allow_lossy)
     throw error(compressors.empty() ? "--max-compression-ratio" : "--compressors", "is a budget for lossy compression: give it with --allow-lossy");
   if (!(max_ratio >= 0.0) || !std::isfinite(max_ratio)) throw error("--max-compression-ratio", "must be a finite number >= 1 (0: no limit)");
@@ -117,8 +134,7 @@ inline void add_lossy_budget(CLI::App* sub, double& max_ratio, std::vector<std::
   sub->add_option("--max-compression-ratio", max_ratio,
                   std::string("with --allow-lossy: the largest compression ratio a lossy compressor ") + who +
                       " may reach (32 / its bits per element; 0: no limit)");
-  sub->add_option("--compressors", compressors, std::string("with --allow-lossy: the lossy compressors ") + who + " may use (comma-separated)")
-      ->delimiter(',');
+  sub->add_option("--compressors", compressors, std::string("with --allow-lossy: the lossy compressors ") + who + " may use (comma-separated)");
 }
 
 inline void write_file(const std::string& path, const std::string& text, const char* what) {

@@ -49,20 +49,18 @@ int run_collective(const collective_opts& o) {
   cost::collective_algorithm alg{};
   if (!parse_enum(o.algorithm, alg))
     throw error("--algorithm", "unknown algorithm '" + o.algorithm + "' (valid: " + std::string(valid_names_list<cost::collective_algorithm>()) + ")");
-  // the sizes, split here (not by CLI11, which drops an empty one: "1,,2" is an error)
-  std::vector<std::string> parts;
-  for (const auto& text : o.bytes)
-    for (std::size_t at = 0;;) {
-      const auto comma = text.find(',', at);
-      parts.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
+  try {  // an algorithm NCCL does not have for the operation (tree for all_gather) would be priced as another one
+    cost::validate(cost::collective{op, alg, 0.0});
+  } catch (const error& e) {
+    throw error("--algorithm", std::string(e.what()).substr(e.field().size() + 4));
+  }
+  const auto parts = split_items(o.bytes, "--bytes");  // (not CLI11's split: "1,,2" is an error)
   std::vector<double> sizes;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto& s = parts[i];
     const std::string f = "--bytes[" + std::to_string(i) + "]";
-    if (s.empty() || !(s[0] >= '0' && s[0] <= '9')) throw error(f, "must be a whole number of bytes in [0, 1e15], got '" + s + "'");
+    if (s.find_first_not_of("0123456789") != std::string::npos)  // digits only: no sign, no 0x, no exponent
+      throw error(f, "must be a whole number of bytes in [0, 1e15], got '" + s + "'");
     std::size_t used = 0;
     double v = -1;
     try {

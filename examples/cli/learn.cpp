@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace autosync_cli {
@@ -206,6 +207,21 @@ void check_learn_opts(const learn_opts& o) {
       if (cut == std::string_view::npos) break;
       rest = rest.substr(cut + 2);
     }
+    // names the header would collide with: the standard library's namespace, main, the
+    // project's own namespaces (autosync::gbt is a namespace, not a variable)
+    const std::string_view n = o.name;
+    static constexpr std::string_view taken[] = {"autosync", "autosync::gbt", "autosync::cost", "autosync::learn", "autosync::detail",
+                                                 "autosync::io", "autosync::search", "autosync::exec", "autosync::zoo", "main"};
+    if (n == "std" || n.starts_with("std::") || std::find(std::begin(taken), std::end(taken), n) != std::end(taken))
+      throw error("--name", "'" + o.name + "' would collide with a namespace or function the header sees (e.g. my::correction)");
+    if (o.header.empty()) throw error("--name", "names the forest of --emit-header: give --emit-header too");
+  }
+  // the output files: fail now, not after the training
+  for (const auto& [path, option] : {std::pair{o.out, "--out"}, std::pair{o.header, "--emit-header"}}) {
+    if (path.empty()) continue;
+    if (std::error_code ec; std::filesystem::is_directory(path, ec)) throw error(option, "'" + path + "' is a directory");
+    std::ofstream f(path, std::ios::app);
+    if (!f) throw error(option, "cannot open '" + path + "' to write");
   }
   for (std::size_t i = 0; i < o.records.size(); ++i)
     for (std::size_t j = 0; j < i; ++j) {

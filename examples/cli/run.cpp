@@ -297,9 +297,9 @@ subcommand add_run(CLI::App& app) {
   sub->add_option("--model", ro->model, "zoo model name or model JSON file")->capture_default_str();
   sub->add_option("--scale", ro->scale, "scale a zoo model's dim 0 (zoo::make_model_scaled) to fit a small machine")->capture_default_str();
   sub->add_option("--cluster", ro->cluster, "cluster preset name or cluster JSON file (default: local-<ranks>)");
-  sub->add_option("--ranks-per-node", ro->ranks_per_node, "ranks per node of the layout (default: from the cluster)");
-  sub->add_option("--iters", ro->iters, "measured iterations")->capture_default_str();
-  sub->add_option("--warmup", ro->warmup, "iterations before the measured ones")->capture_default_str();
+  sub->add_option("--ranks-per-node", ro->ranks_per_node, "ranks per node of the layout (default: from the cluster)")->check(whole_number(1, 1'000'000));
+  sub->add_option("--iters", ro->iters, "measured iterations")->check(whole_number(1, 1'000'000))->capture_default_str();
+  sub->add_option("--warmup", ro->warmup, "iterations before the measured ones")->check(whole_number(0, 1'000'000))->capture_default_str();
   sub->add_option("--compute-scale", ro->compute_scale, "simulate backward compute: backward_flops / device_flops x this (0: none)")
       ->capture_default_str();
   sub->add_option("--records", ro->records, "append a trial record (JSON Lines) to this file");

@@ -43,6 +43,7 @@ int run_sample(const sample_opts& so) {
   if (so.count < 0) throw error("--count", "must be >= 0, got " + std::to_string(so.count));
   if (so.max_runs < 1) throw error("--max-runs", "must be >= 1, got " + std::to_string(so.max_runs));
   if (so.out_dir.empty()) throw error("--out-dir", "is required");
+  if (so.count == 0 && !so.baselines && !so.search) throw error("--count", "is 0 and neither --baselines nor --search is given: nothing to write");
   if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");
   if (so.scale != 1.0 && looks_like_file(so.model))
     throw error("--scale", "applies to zoo models only; '" + so.model + "' is a file");
@@ -103,7 +104,9 @@ subcommand add_sample(CLI::App& app) {
                                         "`run`'s default; default here: the model's own compute, layers or profile)");
   sub->add_option("--count", so->count, "random strategies to draw")->check(whole_number(0, 100'000))->capture_default_str();
   sub->add_option("--seed", so->seed, "random seed (draws and search are deterministic for a seed)")->check(whole_number())->capture_default_str();
-  sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")->capture_default_str();
+  sub->add_option("--max-runs", so->max_runs, "at most this many runs (groups of consecutive tensors) per draw")
+      ->check(whole_number(1, 1'000'000))
+      ->capture_default_str();
   sub->add_flag("--baselines", so->baselines, "also write every baseline strategy");
   sub->add_flag("--search", so->search, "also write the strategy the search finds (as `optimize` finds it by default)");
   sub->add_flag("--no-correction", so->no_correction, "the search's pick by the analytical model only (as `optimize --no-correction`)");

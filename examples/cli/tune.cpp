@@ -118,6 +118,12 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
 
 int run_tune(const tune_opts& o, const char* argv0) {
   if (o.records.empty()) throw error("--records", "give the records file the trials are appended to (and resumed from)");
+  if (!o.out.empty()) {  // fail now, not after the trials
+    std::ofstream f(o.out, std::ios::app);
+    if (!f) throw error("--out", "cannot open '" + o.out + "' to write");
+  }
+  if (o.runner == "testbed:" || o.runner == "cmd:" || o.runner == "replay:")
+    throw error("--runner", "'" + o.runner + "' needs its argument (testbed:NAME, cmd:TEMPLATE, replay:FILE)");
   if (o.np < 1) throw error("--np", "must be >= 1");
   if (o.iters < 1) throw error("--iters", "must be >= 1");
   if (o.warmup < 0) throw error("--warmup", "must be >= 0");
@@ -140,7 +146,13 @@ int run_tune(const tune_opts& o, const char* argv0) {
   std::vector<learn::sample> source;
   if (!o.source.empty()) {
     const auto g = t.group();
-    for (const auto& s : learn::make_samples(read_all(o.source)))
+    std::vector<learn::trial_record> recs;
+    try {
+      recs = read_all(o.source);
+    } catch (const error& e) {
+      throw error("--source", e.what());
+    }
+    for (const auto& s : learn::make_samples(recs))
       if (s.group != g) source.push_back(s);
     std::cout << "transfer: " << source.size() << " source record(s) join every fit\n";
   }
@@ -166,7 +178,13 @@ int run_tune(const tune_opts& o, const char* argv0) {
     return tune_with(r, t, o, source);
   }
   if (o.runner.rfind("replay:", 0) == 0) {
-    learn::replay_runner r(read_all({o.runner.substr(7)}));
+    std::vector<learn::trial_record> recs;
+    try {
+      recs = read_all({o.runner.substr(7)});
+    } catch (const error& e) {
+      throw error("--runner", e.what());
+    }
+    learn::replay_runner r(std::move(recs));
     return tune_with(r, t, o, source);
   }
   throw error("--runner", "unknown runner '" + o.runner + "': local, testbed:NAME, cmd:TEMPLATE or replay:FILE");

@@ -158,7 +158,10 @@ struct cluster_spec {
   void validate() const {
     if (nodes.empty()) throw error("nodes", "a cluster needs at least one node");
     std::unordered_set<std::string> names;
-    auto finite_pos = [](double v) { return std::isfinite(v) && v > 0.0; };
+    // a rate a machine can have: bandwidths in [1 kB/s, 1e16 B/s], FLOP/s in [1e3, 1e20] (a rate
+    // of 1e-300 makes every time infinite, and the search has nothing to compare)
+    auto bytes_rate = [](double v) { return std::isfinite(v) && v >= 1e3 && v <= 1e16; };
+    auto flop_rate = [](double v) { return std::isfinite(v) && v >= 1e3 && v <= 1e20; };
     auto seconds = [](double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; };  // a latency: at most 1 s
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];
@@ -168,14 +171,14 @@ struct cluster_spec {
         if (n.devices != 0) throw error(f + ".devices", "a server_only node has no devices (set 0)");
       } else {
         if (n.devices < 1 || n.devices > 1024) throw error(f + ".devices", "must be in [1, 1024], got " + std::to_string(n.devices));
-        if (n.devices > 1 && !finite_pos(n.intra.bandwidth)) throw error(f + ".intra.bandwidth", "must be a positive number of bytes/s");
-        if (!finite_pos(n.device_flops)) throw error(f + ".device_flops", "must be a positive number of FLOP/s");
-        if (!finite_pos(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be a positive number of bytes/s");
+        if (n.devices > 1 && !bytes_rate(n.intra.bandwidth)) throw error(f + ".intra.bandwidth", "must be bytes/s in [1e3, 1e16]");
+        if (!flop_rate(n.device_flops)) throw error(f + ".device_flops", "must be FLOP/s in [1e3, 1e20]");
+        if (!bytes_rate(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be bytes/s in [1e3, 1e16]");
         validate_compute(n.compute, f + ".compute");
       }
       if (!seconds(n.intra.latency)) throw error(f + ".intra.latency", "must be seconds in [0, 1]");
       if (n.nics < 1 || n.nics > 64) throw error(f + ".nics", "must be in [1, 64]");
-      if (!finite_pos(n.nic.bandwidth)) throw error(f + ".nic.bandwidth", "must be a positive number of bytes/s");
+      if (!bytes_rate(n.nic.bandwidth)) throw error(f + ".nic.bandwidth", "must be bytes/s in [1e3, 1e16]");
       if (!seconds(n.nic.latency)) throw error(f + ".nic.latency", "must be seconds in [0, 1]");
     }
     if (world_size() < 1) throw error("nodes", "a cluster needs at least one worker device");

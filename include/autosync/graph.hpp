@@ -279,7 +279,6 @@ inline double node_cut(const cluster_graph& cg, const std::vector<int>& a, const
   return max_flow(cg, keep, src, dst);
 }
 
-
 // The cut between two nodes, each pair of shapes computed once (cluster_graph::shape): without
 // direct links a node-to-node cut depends on the two nodes' shapes alone, so a cluster of many
 // alike nodes needs a handful of max-flows, not one per pair. With direct links, every pair.

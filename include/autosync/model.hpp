@@ -355,6 +355,10 @@ struct model_spec {
           throw error(f + ".shape", "element count overflows 64 bits");
         n *= v;
       }
+      // a gradient the cost model and the search can expand shard by shard: at most 2^36 elements
+      // (a trillion-element tensor would take hours per search, or all the memory)
+      if (n > (std::int64_t{1} << 36))
+        throw error(f + ".shape", std::to_string(n) + " elements: a tensor may have at most 2^36 (68719476736)");
       if (!(t.sparse_density > 0.0 && t.sparse_density <= 1.0))
         throw error(f + ".sparse_density", "must be in (0, 1]");
       if (!(t.backward_flops >= 0.0) || t.backward_flops > 1e30)

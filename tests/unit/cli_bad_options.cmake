@@ -29,6 +29,8 @@ file(WRITE ${WORK}/wrong.txt "${wrong}")
 file(WRITE ${WORK}/slow.txt "${slow}")
 file(WRITE ${WORK}/twice.txt "${twice}")
 file(WRITE ${WORK}/m.json [=[{"name": "m", "tensors": [{"name": "w", "shape": [1024]}]}]=])
+file(WRITE ${WORK}/slowdev.json [=[{"name": "slow", "nodes": [{"name": "n", "count": 2, "devices": 1, "nic": {"bandwidth": "1Gb/s", "latency": "5us"}, "device_flops": 1e-300, "reduce_bandwidth": 1e10}]}]=])
+file(WRITE ${WORK}/huge.json [=[{"name": "huge", "tensors": [{"name": "w", "shape": [1000000, 1000000]}]}]=])
 file(WRITE ${WORK}/far.json [=[{"name": "far", "nodes": [{"name": "n", "count": 2, "devices": 1, "nic": {"bandwidth": "1Gb/s", "latency": 1e300}, "device_flops": 1e12, "reduce_bandwidth": 1e10}]}]=])
 set(cal "calibrate --nodes 1 --devices-per-node 8 --cluster dgx-a100-x2 --out ${WORK}/o.json --nccl-tests")
 set(cases
@@ -45,7 +47,7 @@ set(cases
   "learn --records ${WORK}|is a directory, not a file"
   "optimize --model ${WORK} --cluster local-2|is a directory, not a file"
   "optimize --model ${WORK}/m.json --cluster ${WORK}/far.json|'nodes.0..nic.latency': must be seconds in .0, 1."
-  "collective --cluster dgx-a100-x2 --bytes 1,,2|'--bytes.1.': must be a whole number of bytes"
+  "collective --cluster dgx-a100-x2 --bytes 1,,2|'--bytes.1.': is empty"
   "collective --cluster dgx-a100-x2 --bytes -0|'--bytes.0.': must be a whole number of bytes"
   "${cal} ${a100} --sizes 1048576,1048576|'--sizes.1.': 1048576 bytes is already --sizes.0."
   "${cal} ${a100} --op all_gather|'--op': 'all_gather' does not reduce, but the log's rows have redop 'sum'"
@@ -54,7 +56,19 @@ set(cases
   "${cal} ${WORK}/slow.txt|'line [0-9]+': a time of 1e300 us is 1000 s or more"
   "tune --records ${WORK}/t.jsonl --np 100000 --cluster local-2|'--np': 100000 ranks do not fit cluster 'local-2' of 2 devices"
   "tune --records ${WORK}/t.jsonl --iters -1|--iters: must be a whole number in .1, 1000000."
-  "tune --records ${WORK}/t.jsonl --model gpt2 --cluster local-2 --budget 8 --runner replay:${trials}|'--runner': no trial ran")
+  "tune --records ${WORK}/t.jsonl --model gpt2 --cluster local-2 --budget 8 --runner replay:${trials}|'--runner': no trial ran"
+  "tune --records ${WORK}/t.jsonl --runner replay:|'--runner': 'replay:' needs its argument"
+  "tune --records ${WORK}/t.jsonl --out ${WORK}/no/such/dir/x.json|'--out': cannot open"
+  "optimize --model gpt2 --cluster ${WORK}/slowdev.json|'nodes.0..device_flops': must be FLOP/s in .1e3, 1e20."
+  "optimize --model ${WORK}/huge.json --cluster local-2|'tensors.0..shape': 1000000000000 elements: a tensor may have at most 2.36"
+  "optimize --model gpt2 --cluster local-2 --allow-lossy --compressors int8,,fp16|'--compressors.1.': is empty"
+  "collective --cluster dgx-a100-x2 --op all_gather --algorithm tree --bytes 1024|'--algorithm': NCCL has no 'tree' algorithm for all_gather"
+  "collective --cluster dgx-a100-x2 --bytes 0x10|'--bytes.0.': must be a whole number of bytes"
+  "sample --model gpt2 --cluster local-2 --out-dir ${WORK}/s0 --count 0|'--count': is 0 and neither --baselines nor --search is given"
+  "learn --records ${trials} --name std --emit-header ${WORK}/h.hpp|'--name': 'std' would collide"
+  "learn --records ${trials} --out ${WORK}|'--out': '.*' is a directory"
+  "${cal} ${a100} --sizes 1048576,,2097152|'--sizes.1.': is empty"
+  "calibrate --nccl-tests ${a100} --nodes +1 --devices-per-node 8 --out ${WORK}/o.json|--nodes: must be a whole number in .1, 65536.")
 foreach(c IN LISTS cases)
   string(FIND "${c}" "|" bar)
   string(SUBSTRING "${c}" 0 ${bar} args)

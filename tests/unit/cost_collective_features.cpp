@@ -362,7 +362,7 @@ TEST_CASE("collective manifest: malformed manifests name the field and the line"
       {one_case(R"({"label": "a", "file": "a.txt", "operation": "all_reduce", "algorithm": "ring", "cluster": )" + cl +
                 R"(, "colour": "red"})"),
        "cases[0].colour", "unknown key 'colour'"},
-      {R"({"clusters": {"c": {"nodes": [{"devices": 2}]}}, "cases": [)" + ok + "]}", "clusters.c.nodes[0].intra.bandwidth", "positive"},
+      {R"({"clusters": {"c": {"nodes": [{"devices": 2}]}}, "cases": [)" + ok + "]}", "clusters.c.nodes[0].intra.bandwidth", "must be bytes/s in [1e3, 1e16]"},
       {R"({"clusters": {"c": )" + cl + R"(}, "cases": [{"label": "a", "file": "a.txt", "operation": "all_reduce", "algorithm": "ring", "cluster": "d"}]})",
        "cases[0].cluster", "(defined: c)"},
       {one_case(R"({"label": "a", "file": "a.txt", "operation": "all_reduce", "algorithm": "ring", "cluster": {"nodes": [)" + node +

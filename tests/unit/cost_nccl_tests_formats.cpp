@@ -238,6 +238,8 @@ TEST_CASE("nccl-tests text: rows that are no measurement name their line") {
         "'line 2': #wrong is 1");
   fails("        1024           256     float     sum      -1    2e9    0.08    0.14      0    12.00    0.09    0.15      0\n",
         "'line 2': a time of 2e9 us is 1000 s or more");
+  fails("        1024           256     float     sum      -1    12.50    0.08    0.14      0    1e-300    0.09    0.15      0\n",
+        "'line 2': a time of 1e-300 us is under 1 ns");
   fails("  2199023255553   549755813888     float     sum      -1    12.50    0.08    0.14      0    12.00    0.09    0.15      0\n",
         "'line 2': size 2199023255553 bytes is over 1 TiB");
   // N/A (no check) is no count; before 2.13 the column is the largest error, a float

@@ -351,6 +351,8 @@ TEST_CASE("json errors: types, names, keys, ranges") {
   CHECK(model_err(R"({"name": "a", "shape": [1e300]})").find("'tensors[0].shape[0]': must be an integer in") != std::string::npos);
   CHECK(model_err(R"({"name": "a", "shape": [4294967296, 4294967296]})") ==
         "m.json:2: 'tensors[0].shape': element count overflows 64 bits");
+  CHECK(model_err(R"({"name": "a", "shape": [1000000, 1000000]})") ==
+        "m.json:2: 'tensors[0].shape': 1000000000000 elements: a tensor may have at most 2^36 (68719476736)");
   CHECK(model_err(R"({"name": "a", "shape": [2], "ready_order": 2147483648})") ==
         "m.json:2: 'tensors[0].ready_order': must be an integer in [-2147483648, 2147483647], got 2147483648");
   CHECK(model_err(R"({"name": "a", "shape": [2], "sparse_density": 0})") == "m.json:2: 'tensors[0].sparse_density': must be in (0, 1]");
@@ -427,7 +429,7 @@ TEST_CASE("json errors: cluster") {
     {"name": "b", "count": 4, "devices": 2,
      "nic": {"bandwidth": 1e9}, "device_flops": 1e12, "reduce_bandwidth": 1e10}
   ]})";
-  CHECK(err(text) == "c.json:3: 'nodes[1].intra.bandwidth': must be a positive number of bytes/s (in node 1 'b-0', a replica of this entry)");
+  CHECK(err(text) == "c.json:3: 'nodes[1].intra.bandwidth': must be bytes/s in [1e3, 1e16] (in node 1 'b-0', a replica of this entry)");
   CHECK(err(R"({"nodes": [{"name": "a-1", "nic": {"bandwidth": 1e9}, "device_flops": 1e12, "reduce_bandwidth": 1e10},
     {"name": "a", "count": 2, "nic": {"bandwidth": 1e9}, "device_flops": 1e12, "reduce_bandwidth": 1e10}]})") ==
         "c.json:2: 'nodes[1].name': duplicate node name 'a-1' (in node 2 'a-1', a replica of this entry)");

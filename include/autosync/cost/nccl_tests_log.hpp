@@ -50,6 +50,7 @@ namespace autosync::cost::nccl_tests {
 // names its line or field, not a point to fit.
 inline constexpr std::int64_t max_bytes = std::int64_t{1} << 40;
 inline constexpr double max_time_us = 1e9;
+inline constexpr double min_time_us = 1e-3;  // 1 ns: nccl-tests' own floor is about a microsecond
 
 struct row {
   std::int64_t bytes = 0;     // size (B)
@@ -242,6 +243,8 @@ struct layout {
     if (r.bytes > max_bytes) throw error(where, "size " + std::string(f[0]) + " bytes is over 1 TiB: not a collective's size");
     if (r.time_us >= max_time_us || r.in_place_time_us >= max_time_us)
       throw error(where, "a time of " + std::string(f[r.time_us >= max_time_us ? cols[0] : cols[3]]) + " us is 1000 s or more: not a collective's time");
+    if (r.time_us < min_time_us || r.in_place_time_us < min_time_us)
+      throw error(where, "a time of " + std::string(f[r.time_us < min_time_us ? cols[0] : cols[3]]) + " us is under 1 ns: not a collective's time");
     if (l.wrong_count)  // "N/A" when nccl-tests did not check
       for (const std::size_t w : {both ? lead + 3 : std::size_t{0}, in_place + 3}) {
         std::int64_t wrong = 0;

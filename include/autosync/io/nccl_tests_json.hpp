@@ -65,6 +65,7 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
   busbw = figure(o, f, "bus_bw");
   if (!(time_us > 0.0)) throw error(jio::member(f, key), "must be positive");
   if (time_us >= autosync::cost::nccl_tests::max_time_us) throw error(jio::member(f, key), "is 1000 s or more: not a collective's time");
+  if (time_us < autosync::cost::nccl_tests::min_time_us) throw error(jio::member(f, key), "is under 1 ns: not a collective's time");
   if (const json* w = jio::find(o, "nwrong"); w && w->is_number() && w->get<double>() != 0.0)  // (-1, "N/A": not checked)
     if (!(w->is_number_integer() && w->get<std::int64_t>() < 0))
       throw error(jio::member(f, "nwrong"), "is " + jio::shown(*w) + ": nccl-tests found wrong results, not a timing to fit");
@@ -120,7 +121,9 @@ inline void placement(const json& o, const std::string& f, double& time_us, doub
     for (const char* k : {"nthreads", "ngpus"})
       if (const json* v = jio::find(*c, k); v && v->is_number_integer() && v->get<std::int64_t>() > 0 && v->get<std::int64_t>() <= 1024)
         per_process *= v->get<std::int64_t>();
-    if (const json* d = jio::find(*c, "devices"); d && d->is_array() && !d->empty() && d->size() <= 1'000'000) {
+    const json* d = jio::find(*c, "devices");
+    if (d && !d->is_array() && !d->is_null()) throw error(jio::member("config", "devices"), "must be an array of the ranks' devices");
+    if (d && d->is_array() && !d->empty() && d->size() <= 1'000'000) {
       std::set<std::string> hosts;
       for (std::size_t k = 0; k < d->size(); ++k) {
         const json& e = (*d)[k];
