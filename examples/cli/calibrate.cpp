@@ -88,7 +88,6 @@ int run_calibrate_log(calibrate_opts co) {
   if (co.nodes < 1 || co.nodes > 65536) throw error("--nodes", "must be in [1, 65536]");
   if (co.devices_per_node < 1 || co.devices_per_node > 1024) throw error("--devices-per-node", "must be in [1, 1024]");
   if (co.nodes * co.devices_per_node < 2) throw error("--nodes", "a collective needs at least 2 ranks (nodes x devices-per-node)");
-  if (co.points < 1 || co.points > 64) throw error("--points", "must be in [1, 64]");
   cost::calibration_target t;
   if (!parse_enum(co.op, t.op)) throw error("--op", "unknown operation '" + co.op + "' (valid: " + std::string(valid_names_list<cost::collective_op>()) + ")");
   if (!parse_enum(co.algorithm, t.algorithm))
@@ -168,10 +167,7 @@ int run_calibrate_log(calibrate_opts co) {
   }
   if (fit.empty())
     for (auto i : cost::pick_sizes(all.size(), static_cast<std::size_t>(co.points))) fit.push_back(all[i]);
-  {  // fail now, not after the fit
-    std::ofstream f(co.out, std::ios::app);
-    if (!f) throw error("--out", "cannot open '" + co.out + "' to write");
-  }
+  check_writable(co.out, "--out");  // fail now, not after the fit
   const auto sheet = cost::make_fabric(c);
   const auto r = any_transport ? cost::calibrate_transport(c, fit, t) : cost::calibrate(c, fit, t);
   const auto fitted = cost::make_fabric(r.cluster);
@@ -231,10 +227,7 @@ int run_calibrate(const calibrate_opts& co, program& prog) {
     o.sizes.clear();
     for (std::uint64_t b = 4096; b <= co.max_bytes; b *= 4) o.sizes.push_back(static_cast<std::size_t>(b));
     if (o.sizes.size() < 2) throw error("--max-bytes", "must be at least 16384 (two sizes to fit)");
-    if (rank == 0) {  // fail now, not after the measurement
-      std::ofstream f(co.out, std::ios::app);
-      if (!f) throw error("--out", "cannot open '" + co.out + "' to write");
-    }
+    if (rank == 0) check_writable(co.out, "--out");  // fail now, not after the measurement
   } catch (const std::exception& e) {
     failure = e.what();
   }

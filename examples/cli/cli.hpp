@@ -137,6 +137,14 @@ inline void add_lossy_budget(CLI::App* sub, double& max_ratio, std::vector<std::
   sub->add_option("--compressors", compressors, std::string("with --allow-lossy: the lossy compressors ") + who + " may use (comma-separated)");
 }
 
+// An output file of `option` that the command will write at its end: opened for appending now,
+// so that a path that cannot be written fails before the work, not after it.
+inline void check_writable(const std::string& path, const std::string& option) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) throw error(option, "'" + path + "' is a directory");
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw error(option, "cannot open '" + path + "' to write");
+}
+
 inline void write_file(const std::string& path, const std::string& text, const char* what) {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw error(std::string("cannot open '") + path + "' to write the " + what);

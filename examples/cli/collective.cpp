@@ -52,7 +52,7 @@ int run_collective(const collective_opts& o) {
   try {  // an algorithm NCCL does not have for the operation (tree for all_gather) would be priced as another one
     cost::validate(cost::collective{op, alg, 0.0});
   } catch (const error& e) {
-    throw error("--algorithm", std::string(e.what()).substr(e.field().size() + 4));
+    throw error("--algorithm", e.message());
   }
   const auto parts = split_items(o.bytes, "--bytes");  // (not CLI11's split: "1,,2" is an error)
   std::vector<double> sizes;

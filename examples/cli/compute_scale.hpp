@@ -16,8 +16,7 @@ namespace autosync_cli {
   try {
     return autosync::learn::scaled_compute(std::move(m), c, x);
   } catch (const autosync::error& e) {
-    const std::string what = e.what(), prefix = "'" + e.field() + "': ";
-    throw autosync::error("--compute-scale", what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+    throw autosync::error("--compute-scale", e.message());
   }
 }
 

@@ -37,7 +37,7 @@ int run_explain(const explain_opts& o) {
     try {
       check_made_for(*s.made_for, s.name, c, c.world_size(), c.max_devices_per_node());
     } catch (const error& e) {
-      if (!o.other_cluster) throw error(e.field(), std::string(e.what()).substr(e.field().size() + 4) + " (--other-cluster: cost it here anyway)");
+      if (!o.other_cluster) throw error(e.field(), e.message() + " (--other-cluster: cost it here anyway)");
       std::cerr << "autosync: note: " << e.what() << "; costed on '" << c.name << "' as asked (--other-cluster)\n";
     }
   }

@@ -217,12 +217,8 @@ void check_learn_opts(const learn_opts& o) {
     if (o.header.empty()) throw error("--name", "names the forest of --emit-header: give --emit-header too");
   }
   // the output files: fail now, not after the training
-  for (const auto& [path, option] : {std::pair{o.out, "--out"}, std::pair{o.header, "--emit-header"}}) {
-    if (path.empty()) continue;
-    if (std::error_code ec; std::filesystem::is_directory(path, ec)) throw error(option, "'" + path + "' is a directory");
-    std::ofstream f(path, std::ios::app);
-    if (!f) throw error(option, "cannot open '" + path + "' to write");
-  }
+  if (!o.out.empty()) check_writable(o.out, "--out");
+  if (!o.header.empty()) check_writable(o.header, "--emit-header");
   for (std::size_t i = 0; i < o.records.size(); ++i)
     for (std::size_t j = 0; j < i; ++j) {
       std::error_code ec;

@@ -5,8 +5,8 @@
 // answer is the simplest strategy within --epsilon of the best score; the embedded learned
 // correction re-ranks the best candidates on MPI (alpha-beta-gamma) clusters unless
 // --no-correction; it was trained on such clusters, so on an NCCL cluster it is used only with
-// --correction. --compute-scale X costs the
-// model with its FLOPs x X, as `autosync run --compute-scale X` simulates compute.
+// --correction. --compute-scale X costs compute as `autosync run --compute-scale X` simulates it
+// (learn::scaled_compute), in place of the model's own.
 #include "cli.hpp"
 #include "compute_scale.hpp"
 

@@ -96,8 +96,6 @@ int run_run(const run_opts& ro, program& prog) {
   double forward_s = 0.0;
   std::string failure;
   try {
-    if (ro.iters < 1) throw error("--iters", "must be >= 1, got " + std::to_string(ro.iters));
-    if (ro.warmup < 0) throw error("--warmup", "must be >= 0, got " + std::to_string(ro.warmup));
     if (!(ro.compute_scale >= 0.0) || !std::isfinite(ro.compute_scale))
       throw error("--compute-scale", "must be a finite number >= 0");
     if (looks_like_file(ro.model)) {

@@ -40,8 +40,6 @@ struct sample_opts {
 };
 
 int run_sample(const sample_opts& so) {
-  if (so.count < 0) throw error("--count", "must be >= 0, got " + std::to_string(so.count));
-  if (so.max_runs < 1) throw error("--max-runs", "must be >= 1, got " + std::to_string(so.max_runs));
   if (so.out_dir.empty()) throw error("--out-dir", "is required");
   if (so.count == 0 && !so.baselines && !so.search) throw error("--count", "is 0 and neither --baselines nor --search is given: nothing to write");
   if (!(so.scale > 0.0) || !std::isfinite(so.scale)) throw error("--scale", "must be a finite number > 0");

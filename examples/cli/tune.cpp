@@ -118,16 +118,10 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
 
 int run_tune(const tune_opts& o, const char* argv0) {
   if (o.records.empty()) throw error("--records", "give the records file the trials are appended to (and resumed from)");
-  if (!o.out.empty()) {  // fail now, not after the trials
-    std::ofstream f(o.out, std::ios::app);
-    if (!f) throw error("--out", "cannot open '" + o.out + "' to write");
-  }
+  if (!o.out.empty()) check_writable(o.out, "--out");  // fail now, not after the trials
   if (o.runner == "testbed:" || o.runner == "cmd:" || o.runner == "replay:")
     throw error("--runner", "'" + o.runner + "' needs its argument (testbed:NAME, cmd:TEMPLATE, replay:FILE)");
   if (o.np < 1) throw error("--np", "must be >= 1");
-  if (o.iters < 1) throw error("--iters", "must be >= 1");
-  if (o.warmup < 0) throw error("--warmup", "must be >= 0");
-  if (o.ranks_per_node < 0) throw error("--ranks-per-node", "must be >= 1 (or left out: from the cluster)");
   if (!(o.compute_scale >= 0.0) || !std::isfinite(o.compute_scale)) throw error("--compute-scale", "must be a finite number >= 0");
   learn::tune_target t;
   t.model = looks_like_file(o.model) ? learn::model_source::inline_model(io::load_model_file(o.model))

@@ -13,14 +13,17 @@ namespace autosync {
 class error : public std::runtime_error {
  public:
   error(std::string field, const std::string& what)
-      : std::runtime_error(field.empty() ? what : "'" + field + "': " + what), field_(std::move(field)) {}
-  explicit error(const std::string& what) : std::runtime_error(what) {}
+      : std::runtime_error(field.empty() ? what : "'" + field + "': " + what), field_(std::move(field)), message_(what) {}
+  explicit error(const std::string& what) : std::runtime_error(what), message_(what) {}
 
   // The path of the offending field ("" when the error is not about one field).
   [[nodiscard]] const std::string& field() const noexcept { return field_; }
+  // What is wrong, without the field (and without a location a subclass puts in what()): for
+  // rethrowing under another field or option, error(other, e.message()).
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
  private:
-  std::string field_;
+  std::string field_, message_;
 };
 
 }  // namespace autosync

@@ -36,15 +36,9 @@
 namespace autosync {
 namespace detail::session {
 
-// e.what() without the "'field': " prefix autosync::error puts in front.
-[[nodiscard]] inline std::string message_of(const error& e) {
-  std::string m = e.what();
-  if (!e.field().empty() && m.size() >= e.field().size() + 4) m.erase(0, e.field().size() + 4);
-  return m;
-}
 
 // The same error, its message prefixed with the rank (the trainer's mistakes name where they were made).
-[[nodiscard]] inline error on_rank(const error& e, int rank) { return error(e.field(), "rank " + std::to_string(rank) + ": " + message_of(e)); }
+[[nodiscard]] inline error on_rank(const error& e, int rank) { return error(e.field(), "rank " + std::to_string(rank) + ": " + e.message()); }
 
 // `text` of rank `root`, on every rank of `w` (a length, then the bytes as 64-bit words: the
 // backends move typed elements).
@@ -110,7 +104,6 @@ struct session<B>::impl {
 
 template <exec::Backend B>
 session<B>::session(B& world, model_spec model, strategy_source source, session_options o) : p_(std::make_unique<impl>()) {
-  using detail::session::message_of;
   impl& d = *p_;
   if (!world.valid()) throw error("world", "session: the world communicator is empty");
   d.rank = world.rank();
@@ -124,7 +117,7 @@ session<B>::session(B& world, model_spec model, strategy_source source, session_
     if (failure.empty()) {
       const auto* ae = dynamic_cast<const error*>(&e);
       field = ae ? ae->field() : "";
-      failure = ae ? message_of(*ae) : e.what();
+      failure = ae ? ae->message() : e.what();
     }
   };
   try {
@@ -172,7 +165,7 @@ session<B>::session(B& world, model_spec model, strategy_source source, session_
         d.strategy.validate(d.model, d.cluster);
       } catch (const error& e) {
         throw error(e.field(), "strategy '" + d.strategy.name + "' does not fit model '" + d.model.name + "' on cluster '" + d.cluster.name +
-                                   "': " + message_of(e));
+                                   "': " + e.message());
       }
       if (d.strategy.made_for) check_made_for(*d.strategy.made_for, d.strategy.name, d.cluster, d.p, d.rpn);
       pl = exec::compile_plan(d.model, d.cluster, d.strategy, exec::layout{d.p, d.rpn});

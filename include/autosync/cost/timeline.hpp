@@ -255,6 +255,12 @@ AUTOSYNC_ALWAYS_INLINE constexpr void for_each_occupancy(const context& x, std::
   for (std::size_t k = hk + 1; k < W; ++k) visit(k, B * unit[k]);
 }
 
+// With uniform NICs (context::uniform_nics): the occupancy of B bytes on every worker node alike,
+// the o that for_each_occupancy visits each node with (the same product: the same bits).
+[[nodiscard]] AUTOSYNC_ALWAYS_INLINE constexpr double uniform_occupancy(const context& x, bool local, double B) noexcept {
+  return B * x.ps_unit[local ? 0 : x.fab.workers.size()];
+}
+
 // The same for PS transfer j (a job of ws.sorted).
 template <class Visit>
 AUTOSYNC_ALWAYS_INLINE constexpr void for_each_occupancy(const context& x, const workspace& ws, const workspace::job& j, Visit&& visit) {

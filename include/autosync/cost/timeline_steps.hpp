@@ -545,13 +545,12 @@ constexpr void run_servers(const context& x, workspace& ws, prediction& r, const
   // each, in locals (the same steps on the same values: the same bits), written to every node at
   // the end (sync_nics).
   const bool uniform = x.uniform_nics;
-  const double unit_local = uniform ? x.ps_unit[0] : 0.0, unit_replicated = uniform ? x.ps_unit[W] : 0.0;
   double free_all = 0.0, sum_all = 0.0;
   auto through_nics = [&](const workspace::job& j, std::size_t sv, double start) AUTOSYNC_ALWAYS_INLINE {
     const double pushed = start + j.comp + j.t1;
     double nic_end = pushed + j.t2;
     if (uniform) {
-      const double o = static_cast<double>(j.bytes) * (groups[j.group].local ? unit_local : unit_replicated);
+      const double o = uniform_occupancy(x, groups[j.group].local, static_cast<double>(j.bytes));
       free_all = std::max(free_all, pushed) + o;
       sum_all += o;
       return std::max(nic_end, free_all) + j.t3;
@@ -708,16 +707,13 @@ constexpr double shared_nic_bound(const context& x, workspace& ws, tally& tl) {
     auto& suffix = ws.nic_free;  // free again: the PS lanes are done with it
     suffix.assign(x.fab.workers.size(), 0.0);
     double lane0 = 0.0, top = 0.0;
-    // uniform NICs (context::uniform_nics): every node's suffix is the same, one is kept
-    const std::size_t W = x.fab.workers.size();
-    const double unit_local = x.uniform_nics ? x.ps_unit[0] : 0.0, unit_replicated = x.uniform_nics ? x.ps_unit[W] : 0.0;
-    double suffix_all = 0.0;
+    double suffix_all = 0.0;  // uniform NICs (context::uniform_nics): every node's suffix is the same, one is kept
     for (auto q = static_cast<std::uint32_t>(ws.sorted.size()); q-- > 0;) {
       const auto& j = ws.sorted[q];
       if (j.lane == 0) {
         lane0 += j.nic;
       } else if (x.uniform_nics) {
-        suffix_all += static_cast<double>(j.bytes) * (ws.groups[j.group].local ? unit_local : unit_replicated);
+        suffix_all += uniform_occupancy(x, ws.groups[j.group].local, static_cast<double>(j.bytes));
         top = std::max(top, suffix_all);
       } else {
         double* suf = suffix.data();

@@ -54,18 +54,15 @@ struct forest_spec {
 class forest_error : public error {
  public:
   static constexpr std::size_t no_node = std::numeric_limits<std::size_t>::max();
-  forest_error(std::size_t tree, std::size_t node, std::string message)
+  forest_error(std::size_t tree, std::size_t node, const std::string& message)
       : error("trees[" + std::to_string(tree) + "]" + (node == no_node ? std::string() : ".nodes[" + std::to_string(node) + "]"), message),
         tree_(tree),
-        node_(node),
-        message_(std::move(message)) {}
+        node_(node) {}
   [[nodiscard]] std::size_t tree() const noexcept { return tree_; }
   [[nodiscard]] std::size_t node() const noexcept { return node_; }  // no_node when about the whole tree
-  [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
  private:
   std::size_t tree_, node_;
-  std::string message_;
 };
 
 class forest {

@@ -16,20 +16,19 @@ namespace autosync::gbt {
 
 class model_error : public error {
  public:
-  model_error(std::string_view source, std::size_t line, const std::string& field, std::string message)
-      : error(field, message), source_(source), line_(line), message_(std::move(message)) {
+  model_error(std::string_view source, std::size_t line, const std::string& field, const std::string& message)
+      : error(field, message), source_(source), line_(line) {
     text_ = source_ + (line_ != 0 ? ":" + std::to_string(line_) : std::string()) + ": " +
-            (field.empty() ? std::string() : "'" + field + "': ") + message_;
+            (field.empty() ? std::string() : "'" + field + "': ") + message;
   }
   [[nodiscard]] const char* what() const noexcept override { return text_.c_str(); }
   [[nodiscard]] const std::string& source() const noexcept { return source_; }
   [[nodiscard]] std::size_t line() const noexcept { return line_; }  // 1-based; 0 when the format has no lines
-  [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
  private:
   std::string source_;
   std::size_t line_ = 0;
-  std::string message_, text_;
+  std::string text_;
 };
 
 }  // namespace autosync::gbt

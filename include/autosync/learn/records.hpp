@@ -295,9 +295,7 @@ namespace detail {
     try {
       return model_source::from_zoo(name, scale);
     } catch (const error& e) {
-      std::string msg = e.what();
-      if (!e.field().empty()) msg.erase(0, e.field().size() + 4);
-      throw error("model.zoo", msg);
+      throw error("model.zoo", e.message());
     }
   }
   return model_source::inline_model(nested("model", [&] { return jio::read_model(j); }));
@@ -415,9 +413,7 @@ namespace detail {
   try {
     return detail::read_record(j);
   } catch (const error& e) {
-    std::string msg = e.what();
-    if (!e.field().empty()) msg.erase(0, e.field().size() + 4);
-    throw file_error(file, line, 1, e.field(), msg);
+    throw file_error(file, line, 1, e.field(), e.message());
   }
 }
 

@@ -151,8 +151,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     std::size_t k = 0;
     const auto r = std::from_chars(fld.data() + 6, fld.data() + close, k);
     if (r.ec != std::errc{} || k >= from.size()) throw;
-    std::string msg = e.what();
-    msg.erase(0, fld.size() + 4);  // "'<field>': "
+    std::string msg = e.message();
     const std::string note = c.nodes[k].name.empty() ? "" : " '" + c.nodes[k].name + "'";
     if (replicated[from[k]]) msg += " (in node " + std::to_string(k) + note + ", a replica of this entry)";
     throw error("nodes[" + std::to_string(from[k]) + "]" + fld.substr(close + 1), msg);

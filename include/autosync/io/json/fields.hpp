@@ -45,9 +45,7 @@ auto nested(const std::string& prefix, F&& f) -> decltype(f()) {
     throw;
   } catch (const error& e) {
     const std::string& fld = e.field();
-    std::string msg = e.what();
-    if (!fld.empty() && msg.size() >= fld.size() + 4) msg.erase(0, fld.size() + 4);  // "'<field>': "
-    throw error(fld.empty() ? prefix : (fld.front() == '[' || fld.front() == '.' ? prefix + fld : prefix + "." + fld), msg);
+    throw error(fld.empty() ? prefix : (fld.front() == '[' || fld.front() == '.' ? prefix + fld : prefix + "." + fld), e.message());
   }
 }
 

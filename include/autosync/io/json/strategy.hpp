@@ -308,10 +308,9 @@ void from_json(const J& j, group_desc& g) {
   try {
     validate_group(g, "");
   } catch (const error& e) {  // validate_group writes ".field" for an empty prefix
-    std::string f = e.field(), msg = e.what();
-    msg.erase(0, f.size() + 4);
+    std::string f = e.field();
     if (!f.empty() && f.front() == '.') f.erase(0, 1);
-    throw error(f, msg);
+    throw error(f, e.message());
   }
 }
 

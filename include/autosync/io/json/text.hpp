@@ -36,21 +36,20 @@ namespace autosync {
 // add the column: "<file>:<line>:<column>: ..."). field() is the JSON path, as for any error.
 class file_error : public error {
  public:
-  file_error(std::string file, int line, int column, const std::string& field, std::string message, bool show_column = false)
-      : error(field, message), file_(std::move(file)), line_(line), column_(column), message_(std::move(message)) {
+  file_error(std::string file, int line, int column, const std::string& field, const std::string& message, bool show_column = false)
+      : error(field, message), file_(std::move(file)), line_(line), column_(column) {
     text_ = file_ + ":" + std::to_string(line_) + (show_column ? ":" + std::to_string(column_) : std::string()) + ": " +
-            (field.empty() ? std::string() : "'" + field + "': ") + message_;
+            (field.empty() ? std::string() : "'" + field + "': ") + message;
   }
   [[nodiscard]] const char* what() const noexcept override { return text_.c_str(); }
   [[nodiscard]] const std::string& file() const noexcept { return file_; }
   [[nodiscard]] int line() const noexcept { return line_; }      // 1-based
   [[nodiscard]] int column() const noexcept { return column_; }  // 1-based, in bytes
-  [[nodiscard]] const std::string& message() const noexcept { return message_; }  // without location
 
  private:
   std::string file_;
   int line_ = 1, column_ = 1;
-  std::string message_, text_;
+  std::string text_;
 };
 
 namespace detail {
@@ -412,10 +411,8 @@ auto parse_text(std::string_view text, const std::string& file, Read&& read) {
     throw;
   } catch (const error& e) {
     const auto& fld = e.field();
-    std::string msg = e.what();
-    if (!fld.empty() && msg.size() >= fld.size() + 4) msg.erase(0, fld.size() + 4);  // "'<field>': "
     const auto loc = jt.at(jt.find(split_path(fld)));
-    throw file_error(file, loc.line, loc.column, fld, msg);
+    throw file_error(file, loc.line, loc.column, fld, e.message());
   }
 }
 
