@@ -284,8 +284,14 @@ subcommand add_learn(CLI::App& app) {
                                 "a manifest of nccl-tests logs and their clusters (tests/data/collectives/nccl_cases.json): "
                                 "the collective-level correction");
   records->excludes(colls);
-  sub->add_option("--holdout", lo->holdout, "--records: fraction of strategies held out for the report")->capture_default_str();
-  sub->add_option("--folds", lo->folds, "--collectives: folds of the k-fold report over rows")->check(whole_number(2, 1000))->capture_default_str();
+  // each report's option refuses the other kind of data (it would be ignored)
+  sub->add_option("--holdout", lo->holdout, "--records: fraction of strategies held out for the report")
+      ->capture_default_str()
+      ->excludes(colls);
+  sub->add_option("--folds", lo->folds, "--collectives: folds of the k-fold report over rows")
+      ->check(whole_number(2, 1000))
+      ->capture_default_str()
+      ->excludes(records);
   sub->add_option("--out", lo->out, "write the model trained on every row as XGBoost JSON");
   sub->add_option("--emit-header", lo->header, "write the model as a C++ header with a constexpr forest");
   sub->add_option("--name", lo->name, "the forest's name in the header (default: default_model, default_collective_model)");

@@ -124,6 +124,9 @@ TEST_CASE("compressors: JSON names take the documented defaults, objects their p
   CHECK(parse_group(R"({"compression": "int8"})").compression == named("int8", {1024, 0, 0}));
   CHECK(parse_group(R"({"compression": {"kind": "randomk", "density": 0.5}})").compression == named("randomk", {0.5, 0, 0}));
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "topk", "density": 2}})"), doctest::Contains("density"));
+  // the value and the range as they read back (std::to_string printed 1e-9 as 0.000000)
+  CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "topk", "density": 1e-9}})"),
+                    doctest::Contains("'compression.density': 1e-09 is outside [1e-06, 1]"));
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "qsgd", "levels": 2.5}})"), doctest::Contains("levels"));
   CHECK(parse_group(R"({"compression": {"kind": "alq", "refit": 10}})").compression == named("alq", {7, 8192, 10}));
   CHECK_THROWS_WITH((void)parse_group(R"({"compression": {"kind": "amq", "refit": 0}})"), doctest::Contains("refit"));

@@ -67,6 +67,8 @@ set(cases
   "sample --model gpt2 --cluster local-2 --out-dir ${WORK}/s0 --count 0|'--count': is 0 and neither --baselines nor --search is given"
   "learn --records ${trials} --name std --emit-header ${WORK}/h.hpp|'--name': 'std' would collide"
   "learn --records ${trials} --out ${WORK}|'--out': '.*' is a directory"
+  "learn --records ${trials} --folds 3|--records excludes --folds"
+  "learn --collectives ${SRC}/tests/data/collectives/nccl_cases.json --holdout 0.2|--collectives excludes --holdout"
   "${cal} ${a100} --sizes 1048576,,2097152|'--sizes.1.': is empty"
   "calibrate --nccl-tests ${a100} --nodes +1 --devices-per-node 8 --out ${WORK}/o.json|--nodes: must be a whole number in .1, 65536.")
 foreach(c IN LISTS cases)

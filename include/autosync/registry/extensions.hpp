@@ -33,6 +33,7 @@
 #include <autosync/registry/values.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -340,6 +341,14 @@ struct registrar {
   return ext_value{stable_id(s.name), stable_id(k.name), p};
 }
 
+// The shortest text that reads back as v (1e-09, 0.5, 4096): a parameter and its range in an
+// error, where std::to_string's six decimals print 1e-9 as 0.000000.
+[[nodiscard]] inline std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
 // "" when p fits the specs, else "<param>: <why>".
 [[nodiscard]] inline std::string param_problem(const std::vector<param_spec>& specs, const param_list& p) {
   for (std::size_t i = 0; i < p.size(); ++i) {
@@ -349,7 +358,7 @@ struct registrar {
     }
     const auto& s = specs[i];
     if (!(p[i] >= s.min && p[i] <= s.max))
-      return s.name + ": " + std::to_string(p[i]) + " is outside [" + std::to_string(s.min) + ", " + std::to_string(s.max) + "]";
+      return s.name + ": " + number_text(p[i]) + " is outside [" + number_text(s.min) + ", " + number_text(s.max) + "]";
     if (s.integer && p[i] != static_cast<double>(static_cast<std::int64_t>(p[i]))) return s.name + ": must be an integer";
   }
   return {};
