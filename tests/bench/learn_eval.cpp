@@ -162,7 +162,25 @@ int main(int argc, char** argv) {
   std::printf("   held out by machine (leave-one-cluster-out over %zu clusters, %zu predictions: no row of the machine in training)\n",
               machines.size(), by_machine.meas.size());
   print_table(by_machine);
-  // per held-out machine: which machine the model ranks worst (pairs within its groups only)
+  // The measurement's own repeatability bounds any predictor: the median of a trial's even
+  // iterations "predicting" the median of its odd ones.
+  std::vector<double> even, odd;
+  std::vector<std::string> g2;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const auto& its = recs[i].iterations;
+    if (its.size() < 2) continue;
+    std::vector<double> a, b;
+    for (std::size_t k = 0; k < its.size(); ++k) (k % 2 ? b : a).push_back(its[k].iteration);
+    auto med = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    even.push_back(med(a));
+    odd.push_back(med(b));
+    g2.push_back(samples[i].group);
+  }
+  // per held-out machine: which machine the model ranks worst (pairs within its groups only),
+  // beside how well that machine's own measurements repeat
   for (const auto& mc : machines) {
     held_out h;
     for (std::size_t i = 0; i < by_machine.grp.size(); ++i) {
@@ -172,30 +190,20 @@ int main(int argc, char** argv) {
       h.cor.push_back(by_machine.cor[i]);
       h.grp.push_back(by_machine.grp[i]);
     }
-    std::printf("     %-44s %4zu trials  pairwise analytical %.3f, GBT %.3f\n", mc.c_str(), h.meas.size(),
-                learn::pairwise_accuracy(h.ana, h.meas, h.grp), learn::pairwise_accuracy(h.cor, h.meas, h.grp));
+    std::vector<double> e, o;
+    std::vector<std::string> g;
+    for (std::size_t i = 0; i < g2.size(); ++i)
+      if (machine_of_group(g2[i]) == mc) {
+        e.push_back(even[i]);
+        o.push_back(odd[i]);
+        g.push_back(g2[i]);
+      }
+    std::printf("     %-44s %4zu trials  pairwise analytical %.3f, GBT %.3f  (repeatability %.3f)\n", mc.c_str(), h.meas.size(),
+                learn::pairwise_accuracy(h.ana, h.meas, h.grp), learn::pairwise_accuracy(h.cor, h.meas, h.grp),
+                learn::pairwise_accuracy(e, o, g));
   }
-  // The measurement's own repeatability bounds any predictor: the median of a trial's even
-  // iterations "predicting" the median of its odd ones.
-  {
-    std::vector<double> even, odd;
-    std::vector<std::string> g2;
-    for (std::size_t i = 0; i < recs.size(); ++i) {
-      const auto& its = recs[i].iterations;
-      if (its.size() < 2) continue;
-      std::vector<double> a, b;
-      for (std::size_t k = 0; k < its.size(); ++k) (k % 2 ? b : a).push_back(its[k].iteration);
-      auto med = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-      };
-      even.push_back(med(a));
-      odd.push_back(med(b));
-      g2.push_back(samples[i].group);
-    }
-    std::printf("   repeatability (even iterations' median ranking the odd ones', %zu trials): pairwise %.3f, Spearman %.3f\n\n", even.size(),
-                learn::pairwise_accuracy(even, odd, g2), learn::grouped_spearman(even, odd, g2));
-  }
+  std::printf("   repeatability (even iterations' median ranking the odd ones', %zu trials): pairwise %.3f, Spearman %.3f\n\n", even.size(),
+              learn::pairwise_accuracy(even, odd, g2), learn::grouped_spearman(even, odd, g2));
 
   // ---- 2. autotune per case ------------------------------------------------------------------
   std::map<std::string, std::vector<std::size_t>> by_group;
