@@ -182,6 +182,9 @@ inline void add_model_cluster(CLI::App* sub, model_cluster_opts& o) {
 // The model of --model with --precision and --recompute applied.
 inline model_spec load_model(const model_cluster_opts& o) {
   model_spec m = load_model(o.model);
+  if (!o.precision.empty() && m.has_profile())
+    throw error("--precision", "model '" + m.name + "' has a measured profile, whose times are taken as they are "
+                               "(profile it in that precision instead)");
   if (!o.precision.empty()) m.training_precision = *parse_precision(o.precision);
   if (!o.recompute.empty() && m.has_profile())
     throw error("--recompute", "model '" + m.name + "' has a measured profile, whose times are taken as they are "

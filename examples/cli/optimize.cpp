@@ -52,6 +52,8 @@ int run_optimize(const optimize_opts& o) {
   // with --compute-scale X, the model's compute as `autosync run --compute-scale X` simulates it
   if (o.compute_scale_given && !o.in.recompute.empty())
     throw error("--recompute", "cannot be combined with --compute-scale: `run` simulates compute from FLOPs, not from layers");
+  if (o.compute_scale_given && !o.in.precision.empty())
+    throw error("--precision", "cannot be combined with --compute-scale: `run` simulates compute from FLOPs, in no precision");
   const auto m = o.compute_scale_given ? compute_as_run(load_model(o.in), c, o.compute_scale) : load_model(o.in);
   search::options opt;
   opt.seed = o.seed;

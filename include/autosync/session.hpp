@@ -54,10 +54,14 @@
 //   ready(t) twice in one iteration                          'tensor': rank 0: ... already marked ready ...
 //   finish() before every ready()                            'ready': rank 1: finish() before ready() of 2
 //                                                            tensors: 'fc0.weight', 'fc0.bias' ...
+//   begin() with a buffer of the wrong size or type          'grads[0].count': rank 0: tensor 'fc0.weight'
+//                                                            has 8192 elements, got 8191
 //   a strategy made for another cluster or layout            'made_for.world_size': strategy 'autosync' was
 //                                                            made for 32 ranks ...; this job has 4 ranks
-// A failed iteration leaves the session failed (the ranks may disagree about what ran): later
-// begin() calls throw.
+// A failed iteration, or a begin() refused for its buffers, leaves the session failed (the ranks
+// may disagree about what ran: the others may have begun that iteration, and this rank's next
+// one would be summed with it): later begin() calls throw, and the other ranks' buckets of the
+// iteration time out (session_options::timeout) with an error naming the rank they waited for.
 //
 // Compile time: this header declares the session; its definitions are in
 // <autosync/session_impl.hpp> (the executor, the plan compiler and the JSON strategy reader:

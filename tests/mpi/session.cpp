@@ -323,6 +323,29 @@ TEST_CASE("session: ready() of an unknown name or twice, finish() before every r
   }
 }
 
+TEST_CASE("session: a begin() refused on one rank fails every rank, never a sum of two iterations") {
+  auto world = mpi_backend::world();
+  const int r = world.rank();
+  const auto m = net();
+  session s(world, m, uniform_strategy(m, ring_group(1u << 30), "one-bucket"), session_options{.timeout = 2.0});
+  grads g(m, r);
+  auto sp = g.spans();
+  if (r == 0) sp[0] = sp[0].first(sp[0].size() - 1);  // rank 0 passes a buffer one element short
+  if (r == 0) {
+    CHECK_THROWS_WITH(s.begin(sp), "'grads[0].count': rank 0: ");
+    // its next iteration would meet the others' first: the session refuses it
+    CHECK_THROWS_WITH(s.begin(g.spans()), "rank 0: executor: an earlier iteration failed");
+  } else {
+    s.begin(sp);
+    for (std::size_t k = m.tensors.size(); k-- > 0;) s.ready(k);
+    CHECK_THROWS_WITH(s.finish(), "timed out");  // the bucket waits for rank 0 (or a rank waiting for it)
+    CHECK_THROWS_WITH(s.begin(g.spans()), "an earlier iteration failed");
+  }
+  if (r == 0)  // nothing ran on rank 0's buffers
+    for (std::size_t t = 0; t < m.tensors.size(); ++t) CHECK_EQ(g.wrong(t, 1.0f), 0u);
+  world.barrier();
+}
+
 TEST_CASE("learn::record_trial: every rank's timings gathered into the session's trial record") {
   auto world = mpi_backend::world();
   const int p = world.size(), r = world.rank();

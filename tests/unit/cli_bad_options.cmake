@@ -31,6 +31,8 @@ file(WRITE ${WORK}/twice.txt "${twice}")
 file(WRITE ${WORK}/m.json [=[{"name": "m", "tensors": [{"name": "w", "shape": [1024]}]}]=])
 file(WRITE ${WORK}/slowdev.json [=[{"name": "slow", "nodes": [{"name": "n", "count": 2, "devices": 1, "nic": {"bandwidth": "1Gb/s", "latency": "5us"}, "device_flops": 1e-300, "reduce_bandwidth": 1e10}]}]=])
 file(WRITE ${WORK}/huge.json [=[{"name": "huge", "tensors": [{"name": "w", "shape": [1000000, 1000000]}]}]=])
+file(WRITE ${WORK}/prof.json [=[{"name": "prof", "tensors": [{"name": "w", "shape": [1024], "ready_time": 0.001}], "measured_forward": 0.002, "measured_backward": 0.004}]=])
+file(WRITE ${WORK}/prof_s.json [=[{"name": "s", "groups": [{"architecture": "all_reduce"}], "assignments": [{"tensor": "w", "group": 0}]}]=])
 file(WRITE ${WORK}/far.json [=[{"name": "far", "nodes": [{"name": "n", "count": 2, "devices": 1, "nic": {"bandwidth": "1Gb/s", "latency": 1e300}, "device_flops": 1e12, "reduce_bandwidth": 1e10}]}]=])
 set(cal "calibrate --nodes 1 --devices-per-node 8 --cluster dgx-a100-x2 --out ${WORK}/o.json --nccl-tests")
 set(cases
@@ -68,6 +70,8 @@ set(cases
   "learn --records ${trials} --name std --emit-header ${WORK}/h.hpp|'--name': 'std' would collide"
   "learn --records ${trials} --out ${WORK}|'--out': '.*' is a directory"
   "learn --records ${trials} --folds 3|--records excludes --folds"
+  "optimize --model gpt2 --cluster dgx-h100-x2 --compute-scale 1 --precision fp32|'--precision': cannot be combined with --compute-scale"
+  "explain --model ${WORK}/prof.json --cluster local-2 --precision bf16 ${WORK}/prof_s.json|'--precision': model 'prof' has a measured profile"
   "learn --collectives ${SRC}/tests/data/collectives/nccl_cases.json --holdout 0.2|--collectives excludes --holdout"
   "${cal} ${a100} --sizes 1048576,,2097152|'--sizes.1.': is empty"
   "calibrate --nccl-tests ${a100} --nodes +1 --devices-per-node 8 --out ${WORK}/o.json|--nodes: must be a whole number in .1, 65536.")

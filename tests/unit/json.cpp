@@ -469,6 +469,22 @@ TEST_CASE("json errors: strategy") {
   CHECK(error_of([&] { (void)parse_strategy(bad, m, c, "s.json"); }) ==
         "s.json:3: 'assignments[0].group': tensor 'emb' has a sparse gradient; all_reduce needs dense ones: use parameter_server or "
         "all_gather");
+  // At most max_strategy_items pieces: a partitioner that would cut more is refused, naming the
+  // assignment (2^31 shards ran out of memory in expand)
+  model_spec big;
+  big.name = "big";
+  big.tensors.push_back(tensor{"w", {std::int64_t{1} << 22}});
+  big.tensors.push_back(tensor{"v", {4}});
+  group_desc even;
+  even.partitioner = partitioner_value{partitioner_kind::even, std::int32_t{1} << 21, 0, 0};
+  CHECK(error_of([&] { uniform_strategy(big, even).validate(big, c); }) ==
+        "'assignments[0].group': the strategy would synchronize more than 1048576 pieces (shards of tensors); partition into fewer or "
+        "larger shards");
+  group_desc fine;
+  fine.partitioner = partitioner_value{partitioner_kind::by_bytes, 0, 0, 16};  // 4 elements a shard: 2^20 shards of w
+  CHECK(error_of([&] { uniform_strategy(big, fine).validate(big, c); }).rfind("'assignments[1].group': the strategy would synchronize", 0) == 0);
+  fine.partitioner.max_bytes = 32;  // 2^19 shards of w and one of v: within the bound
+  CHECK_NOTHROW(uniform_strategy(big, fine).validate(big, c));
 }
 
 TEST_CASE("json: the path locator") {

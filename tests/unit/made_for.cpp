@@ -51,6 +51,22 @@ TEST_CASE("made_for: the stamp of a cluster; the fingerprint sees links and devi
   flops.nodes[0].device_flops += 1;
   CHECK(cluster_fingerprint(flops) != m.fingerprint);
   CHECK(cluster_fingerprint(zoo::local(2)) != cluster_fingerprint(zoo::local(3)));
+  // the compute roofline, and the device label that an automatic GPU generation is read from
+  REQUIRE(c.nodes[0].compute.described());
+  auto slower = c;
+  slower.nodes[2].compute.memory_bandwidth /= 10;
+  CHECK(cluster_fingerprint(slower) != m.fingerprint);
+  auto floor = c;
+  floor.nodes[0].compute.kernel_floor *= 2;
+  CHECK(cluster_fingerprint(floor) != m.fingerprint);
+  auto label = c;
+  label.device = "A100-SXM4-80GB";
+  CHECK(cluster_fingerprint(label) != m.fingerprint);
+  auto pinned = c;
+  pinned.generation = gpu_generation::volta;
+  auto pinned_label = pinned;
+  pinned_label.device = "A100-SXM4-80GB";  // not read when the generation is given
+  CHECK(cluster_fingerprint(pinned_label) == cluster_fingerprint(pinned));
 }
 
 TEST_CASE("made_for: JSON round trip at the top level; files without it still load") {

@@ -62,8 +62,10 @@
 // failure on the communication thread (a timeout, a backend error) ends the iteration and is
 // re-thrown from finish(); the executor is then failed (the ranks may disagree about what ran)
 // and every later begin_iteration() throws. finish() before every ready(), or ready() twice for
-// one tensor, abandons the iteration (no bucket starts after it) and throws. The destructor
-// stops and joins the thread.
+// one tensor, abandons the iteration (no bucket starts after it) and throws. A gradient that
+// does not fit the plan (begin_iteration: its count, type or buffer) fails the executor too: the
+// other ranks may have begun the iteration, and this rank's next one would be summed with it.
+// The destructor stops and joins the thread.
 #pragma once
 
 #include <autosync/error.hpp>
@@ -303,19 +305,15 @@ class executor {
       if (failed_) throw error("executor", "executor: an earlier iteration failed; the ranks may disagree about what ran");
       if (active_) throw error("begin_iteration", "executor: the previous iteration has not finished (call finish())");
     }
-    if (grads.size() != plan_.tensor_elements.size())
-      throw error("grads", "executor: " + std::to_string(grads.size()) + " gradients for a model of " +
-                               std::to_string(plan_.tensor_elements.size()) + " tensors");
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (grads[i].type == plan_.tensor_types[i] && grads[i].count == plan_.tensor_elements[i] && grads[i].data != nullptr) continue;
-      const std::string f = "grads[" + std::to_string(i) + "]";  // (built only for a bad gradient)
-      if (grads[i].type != plan_.tensor_types[i])
-        throw error(f + ".type", "tensor '" + names_[i] + "' is " + std::string(name_of(plan_.tensor_types[i])) + ", got " +
-                                     std::string(name_of(grads[i].type)));
-      if (grads[i].count != plan_.tensor_elements[i])
-        throw error(f + ".count", "tensor '" + names_[i] + "' has " + std::to_string(plan_.tensor_elements[i]) + " elements, got " +
-                                      std::to_string(grads[i].count));
-      if (grads[i].data == nullptr) throw error(f + ".data", "null buffer for tensor '" + names_[i] + "'");
+    try {
+      check_gradients(grads);
+    } catch (...) {
+      // The other ranks may have begun this iteration: were this rank to begin the next one, its
+      // buckets would meet theirs of this one. The executor is failed instead (every later
+      // begin_iteration() throws), and their buckets of this iteration time out.
+      std::lock_guard lk(mu_);
+      failed_ = true;
+      throw;
     }
     {
       std::lock_guard lk(mu_);
@@ -412,6 +410,25 @@ class executor {
   }
 
  private:
+  // Throws autosync::error naming the first gradient (grads[i].type, .count, .data) that does not
+  // fit the plan, or "grads" for a wrong number of them.
+  void check_gradients(std::span<const gradient> grads) const {
+    if (grads.size() != plan_.tensor_elements.size())
+      throw error("grads", "executor: " + std::to_string(grads.size()) + " gradients for a model of " +
+                               std::to_string(plan_.tensor_elements.size()) + " tensors");
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].type == plan_.tensor_types[i] && grads[i].count == plan_.tensor_elements[i] && grads[i].data != nullptr) continue;
+      const std::string f = "grads[" + std::to_string(i) + "]";  // (built only for a bad gradient)
+      if (grads[i].type != plan_.tensor_types[i])
+        throw error(f + ".type", "tensor '" + names_[i] + "' is " + std::string(name_of(plan_.tensor_types[i])) + ", got " +
+                                     std::string(name_of(grads[i].type)));
+      if (grads[i].count != plan_.tensor_elements[i])
+        throw error(f + ".count", "tensor '" + names_[i] + "' has " + std::to_string(plan_.tensor_elements[i]) + " elements, got " +
+                                      std::to_string(grads[i].count));
+      if (grads[i].data == nullptr) throw error(f + ".data", "null buffer for tensor '" + names_[i] + "'");
+    }
+  }
+
   static constexpr std::string_view state_magic = "autosync.state";
   static constexpr std::uint32_t state_version = 1;
   void require_idle(const char* what) const {

@@ -18,6 +18,8 @@
 #include <autosync/registry/rules.hpp>
 #include <autosync/strategy/made_for.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -98,6 +100,10 @@ struct strategy_desc {
   void validate_groups() const;
 };
 
+// The most pieces (whole tensors and shards: sync items) one strategy may synchronize: a bound that
+// keeps a strategy's expansion within memory (2^20 items take 80 MiB).
+inline constexpr std::int64_t max_strategy_items = std::int64_t{1} << 20;
+
 // The same group strategy for every tensor. constexpr for the host compiler (tests/static
 // evaluates estimates at compile time); nvcc's front end does not take strategy_desc (its
 // std::optional member) as a literal type, so under nvcc it is a plain inline function.
@@ -158,6 +164,14 @@ inline void strategy_desc::validate(const model_spec& model, const cluster_spec&
   for (std::size_t i = 0; i < model.tensors.size(); ++i) index.emplace(model.tensors[i].name, i);
   const auto ngroups = static_cast<std::int32_t>(groups.size());
 
+  // the pieces (sync items) the strategy makes, at most max_strategy_items in all
+  std::int64_t pieces = 0;
+  auto count_pieces = [&](std::int64_t n, const std::string& f) {
+    pieces += n;
+    if (pieces > max_strategy_items)
+      throw error(f, "the strategy would synchronize more than " + std::to_string(max_strategy_items) +
+                         " pieces (shards of tensors); partition into fewer or larger shards");
+  };
   auto check_piece = [&](const tensor& t, std::int64_t extent, std::int32_t gi, const std::string& f, int split_axis) {
     if (gi < 0 || gi >= ngroups)
       throw error(f, "group " + std::to_string(gi) + " does not exist (the strategy has " + std::to_string(ngroups) + " groups)");
@@ -179,9 +193,17 @@ inline void strategy_desc::validate(const model_spec& model, const cluster_spec&
       if (g.partitioner.shards > d)
         throw error(f, "group " + std::to_string(gi) + " asks for " + std::to_string(g.partitioner.shards) + " shards of tensor '" +
                            t.name + "' but the axis has only " + std::to_string(d));
+      count_pieces(g.partitioner.shards, f);
+    } else if (g.partitioner.kind == partitioner_kind::by_bytes) {
+      if (split_axis > 0) throw error(f, "by_bytes partitions along axis 0; the shard was split along axis " + std::to_string(split_axis));
+      // as many even shards along axis 0 as keep each within max_bytes (at most one per row)
+      const auto rows = split_axis == 0 ? extent : t.shape[0];
+      const double bytes = static_cast<double>(rows) * static_cast<double>(t.slice_elements(0)) * static_cast<double>(size_of(t.type));
+      const double need = std::ceil(bytes / static_cast<double>(std::max<std::uint64_t>(g.partitioner.max_bytes, 1)));
+      count_pieces(static_cast<std::int64_t>(std::min(need, static_cast<double>(std::max<std::int64_t>(rows, 1)))), f);
+    } else {
+      count_pieces(1, f);
     }
-    if (g.partitioner.kind == partitioner_kind::by_bytes && split_axis > 0)
-      throw error(f, "by_bytes partitions along axis 0; the shard was split along axis " + std::to_string(split_axis));
   };
 
   for (std::size_t a = 0; a < assignments.size(); ++a) {

@@ -15,10 +15,11 @@
 // A strategy without the stamp (older files, hand-written ones) is not checked.
 //
 // The fingerprint covers what the cost model reads of a cluster: per node the devices, both
-// links (bandwidth, latency), the NIC count, server_only, the device FLOP/s and the reduction
-// bandwidth; the collective backend, the transport, NVLS, CollNet, the GPU generation, the
-// latency scale and the channel count. It does not cover the name, the device label or the
-// source text: a calibrated copy of a preset under another name differs by name, one whose
+// links (bandwidth, latency), the NIC count, server_only, the device FLOP/s, the reduction
+// bandwidth and the compute roofline (node_spec::compute); the collective backend, the
+// transport, NVLS, CollNet, the GPU generation (and, when it is `automatic`, the device label
+// it is read from), the latency scale and the channel count. It does not cover the name or
+// the source text: a calibrated copy of a preset under another name differs by name, one whose
 // links were re-measured differs by fingerprint. FNV-1a over the fields' bytes, each number
 // as its IEEE-754 bit pattern: the same on every machine.
 #pragma once
@@ -70,6 +71,10 @@ struct fnv {
     h.i64(n.server_only ? 1 : 0);
     h.f64(n.device_flops);
     h.f64(n.reduce_bandwidth);
+    const auto& d = n.compute;  // the compute roofline (cost/compute.hpp)
+    for (const double v : {d.fp32, d.tf32, d.bf16, d.fp16, d.matmul_efficiency, d.memory_bandwidth, d.memory_efficiency, d.kernel_floor, d.l2_bytes})
+      h.f64(v);
+    h.i64(d.multiprocessors);
   }
   h.i64(static_cast<std::int64_t>(c.backend));
   h.i64(static_cast<std::int64_t>(c.transport.kind));
@@ -80,6 +85,10 @@ struct fnv {
   h.i64(c.transport.ll128);
   h.i64((c.nvls ? 1 : 0) | (c.collnet ? 2 : 0));
   h.i64(static_cast<std::int64_t>(c.generation));
+  if (c.generation == gpu_generation::automatic) {  // NCCL's generation is read from the device label
+    h.i64(static_cast<std::int64_t>(c.device.size()));
+    for (const char ch : c.device) h.byte(static_cast<std::uint8_t>(ch));
+  }
   h.f64(c.latency_scale);
   h.i64(c.channels);
   char buf[32];
