@@ -248,7 +248,13 @@ int run_calibrate(const calibrate_opts& co, program& prog) {
   char line[200];
   std::cout << "autosync calibrate: " << p << " ranks on " << env.hostname << " (" << env.mpi_library.substr(0, env.mpi_library.find(',')) << ")\n";
   std::snprintf(line, sizeof line, "  reduction (sum_into f32, every rank at once): %.2f GB/s per rank\n", k.reduce_bandwidth / 1e9);
-  std::cout << line << "  ring all-reduce (exec::all_reduce, f32)      measured      fitted   fit/measured\n";
+  std::cout << line;
+  if (k.codec_flops > 0.0) {
+    std::snprintf(line, sizeof line, "  fp16 codec (encode with error feedback + decode, every rank at once): %.2f ns per element, codec_flops %.3g (default %.3g)\n",
+                  2.0 / k.codec_flops * 1e9, k.codec_flops, cost::host_codec_flops);
+    std::cout << line;
+  }
+  std::cout << "  ring all-reduce (exec::all_reduce, f32)      measured      fitted   fit/measured\n";
   for (const auto& x : k.samples) {
     std::snprintf(line, sizeof line, "    %12s  %5d reps              %10s  %10s   %6.2f\n", io::human_bytes(double(x.bytes)).c_str(), x.reps,
                   io::format_ms(x.measured).c_str(), io::format_ms(x.fitted).c_str(), x.fitted / x.measured);

@@ -86,6 +86,9 @@ struct node_spec {
   double device_flops = 0.0;     // effective training FLOP/s of one device
   double reduce_bandwidth = 0.0; // bytes/s one device reduces (sums) in memory: the gamma term
   device_compute compute{};      // the device's compute roofline (optional: see device_compute)
+  double codec_flops = 0.0;      // work/s of the executor's codecs (compression) on this node, in the
+                                 // compressors' units (fp16: 2 per element); 0: the backend's
+                                 // default (cost/fabric.hpp, codec_rate); `autosync calibrate` measures it
 
   [[nodiscard]] constexpr double nic_bandwidth() const noexcept { return nic.bandwidth * nics; }
 };
@@ -175,6 +178,8 @@ struct cluster_spec {
         if (!flop_rate(n.device_flops)) throw error(f + ".device_flops", "must be FLOP/s in [1e3, 1e20]");
         if (!bytes_rate(n.reduce_bandwidth)) throw error(f + ".reduce_bandwidth", "must be bytes/s in [1e3, 1e16]");
         validate_compute(n.compute, f + ".compute");
+        if (n.codec_flops != 0.0 && !flop_rate(n.codec_flops))
+          throw error(f + ".codec_flops", "must be 0 (the backend's default) or work/s in [1e3, 1e20]");
       }
       if (!seconds(n.intra.latency)) throw error(f + ".intra.latency", "must be seconds in [0, 1]");
       if (n.nics < 1 || n.nics > 64) throw error(f + ".nics", "must be in [1, 64]");

@@ -2,6 +2,7 @@
 // backend gives every rank the same positive constants and a cluster that carries them.
 #include "harness.hpp"
 
+#include <autosync/cost/fabric.hpp>
 #include <autosync/exec/calibrate.hpp>
 #include <autosync/exec/mpi/backend.hpp>
 
@@ -90,17 +91,21 @@ TEST_CASE("calibrate on MPI: positive constants, the same on every rank, carried
   o.max_reps = 5;
   o.reduce_bytes = std::size_t{1} << 20;
   o.reduce_reps = 2;
+  o.codec_bytes = std::size_t{256} << 10;
   const auto k = calibrate(c, o);
   CHECK(k.ranks == p);
   CHECK(k.latency >= 0.0);
   CHECK(k.bandwidth > 0.0);
   CHECK(k.reduce_bandwidth > 0.0);
+  // the fp16 codec's rate: some core's, between a 1 GHz scalar loop's and one element per 0.1 ns
+  CHECK(k.codec_flops > 2e7);
+  CHECK(k.codec_flops < 2e10);
   REQUIRE(k.samples.size() == 3);
   for (const auto& x : k.samples) CHECK(x.measured > 0.0 && x.reps >= 2 && x.reps <= 5);
-  std::vector<double> mine{k.latency, k.bandwidth, k.reduce_bandwidth, k.samples[0].measured}, all(4 * static_cast<std::size_t>(p));
-  c.world.all_gather(mine.data(), all.data(), 4, dtype::f64);
+  std::vector<double> mine{k.latency, k.bandwidth, k.reduce_bandwidth, k.samples[0].measured, k.codec_flops}, all(5 * static_cast<std::size_t>(p));
+  c.world.all_gather(mine.data(), all.data(), 5, dtype::f64);
   for (int r = 0; r < p; ++r)
-    for (std::size_t i = 0; i < 4; ++i) CHECK(all[static_cast<std::size_t>(r) * 4 + i] == mine[i]);
+    for (std::size_t i = 0; i < 5; ++i) CHECK(all[static_cast<std::size_t>(r) * 5 + i] == mine[i]);
   const auto cl = calibrated_cluster(k, "test");
   CHECK(cl.name == "local-" + std::to_string(p) + "-calibrated");
   CHECK(cl.world_size() == p);
@@ -108,5 +113,11 @@ TEST_CASE("calibrate on MPI: positive constants, the same on every rank, carried
   CHECK(cl.nodes[0].intra.latency == k.latency);
   CHECK(cl.nodes[0].intra.bandwidth == k.bandwidth);
   CHECK(cl.nodes[0].reduce_bandwidth == k.reduce_bandwidth);
+  CHECK(cl.nodes[0].codec_flops == k.codec_flops);
+  CHECK(cost::make_fabric(cl).codec_flops == k.codec_flops);
   CHECK(cl.source.find("test") != std::string::npos);
+  o.codec_bytes = 0;  // not timed: the backend's default
+  const auto k0 = calibrate(c, o);
+  CHECK(k0.codec_flops == 0.0);
+  CHECK(cost::make_fabric(calibrated_cluster(k0, "test")).codec_flops == cost::host_codec_flops);
 }

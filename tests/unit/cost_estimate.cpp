@@ -288,14 +288,15 @@ TEST_CASE("parameter server: local replication") {
 
 TEST_CASE("compression halves the bytes and adds its compute") {
   const auto m = tiny_model({1000});
-  const auto c = one_node();
+  auto c = one_node();
+  c.nodes[0].codec_flops = 1e9;  // a calibrated codec rate
   auto g = all_reduce(0);
   g.compression = comp::fp16::value;
   const auto p = run(m, c, uniform_strategy(m, g));
   REQUIRE(p.events.size() == 2);
   CHECK(p.events[0].kind == cost::event_compression);
   CHECK(p.events[0].start == Approx(0.002));
-  CHECK(p.events[0].end == Approx(0.002 + 2e-6));  // 2 flops x 1000 elements / 1 GFLOP/s
+  CHECK(p.events[0].end == Approx(0.002 + 2e-6));  // 2 units x 1000 elements / 1e9 units/s
   CHECK(p.events[1].kind == cost::event_collective);
   CHECK(p.events[1].bytes == 2000);
   CHECK(p.events[1].end - p.events[1].start == Approx(0.002 + 1.25e-6 * 2000));
@@ -303,6 +304,32 @@ TEST_CASE("compression halves the bytes and adds its compute") {
   CHECK(p.iteration == Approx(0.002 + 2e-6 + 0.0045));
   const auto plain = run(m, c, uniform_strategy(m, all_reduce(0)));
   CHECK(plain.iteration == Approx(0.002 + 0.007));
+}
+
+TEST_CASE("compression: the codec rate is the executor's (a CPU core on MPI, device memory on NCCL), or the calibrated one") {
+  const auto m = tiny_model({1000});
+  auto g = all_reduce(0);
+  g.compression = comp::fp16::value;
+  const auto s = uniform_strategy(m, g);
+  auto busy = [&](const cluster_spec& c) { return run(m, c, s).compression; };
+  // MPI: the executor's fp16 codec on one core, 12.5 ns per element (whatever the device's FLOP/s)
+  auto c = one_node();
+  CHECK(cost::make_fabric(c).codec_flops == cost::host_codec_flops);
+  CHECK(busy(c) == Approx(1000 * 12.5e-9));
+  c.nodes[0].device_flops *= 1000;
+  CHECK(busy(c) == Approx(1000 * 12.5e-9));
+  // NCCL on a described device: 12 bytes per element through its memory stream
+  c.backend = collective_backend::nccl;
+  CHECK(busy(c) == Approx(2.0 * 1000 / c.nodes[0].device_flops));  // undescribed: its FLOP/s, as before
+  c.nodes[0].compute = zoo::hw::h100_sxm;
+  CHECK(busy(c) == Approx(1000 * 12.0 / (zoo::hw::h100_sxm.memory_bandwidth * zoo::hw::h100_sxm.memory_efficiency)));
+  // a calibrated rate wins on either backend; a heterogeneous cluster runs at its slowest codec
+  c.nodes[0].codec_flops = 4e8;
+  CHECK(busy(c) == Approx(2000 / 4e8));
+  c.nodes.push_back(c.nodes[0]);
+  c.nodes[1].name = "n1";
+  c.nodes[1].codec_flops = 1e8;
+  CHECK(cost::make_fabric(c).codec_flops == 1e8);
 }
 
 TEST_CASE("sharded: reduce-scatter then all-gather on the critical path") {

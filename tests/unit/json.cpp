@@ -422,7 +422,14 @@ TEST_CASE("json errors: cluster") {
         "c.json:1: 'nodes[0].devices': must be an integer in [-2147483648, 2147483647], got 2147483648");
   CHECK(err("{\"nodes\": [{\"nick\": 1}]}") ==
         "c.json:1: 'nodes[0].nick': unknown key 'nick' (valid: name, count, devices, intra, nic, nics, server_only, device_flops, "
-        "reduce_bandwidth, compute)");
+        "reduce_bandwidth, compute, codec_flops)");
+  CHECK(err("{\"nodes\": [{" + node + "\"latency\": 0}, \"codec_flops\": -1}]}") ==
+        "c.json:1: 'nodes[0].codec_flops': must be 0 (the backend's default) or work/s in [1e3, 1e20]");
+  // a calibrated codec rate is read and written (absent: the backend's default, not written)
+  const auto coded = parse_cluster("{\"nodes\": [{" + node + "\"latency\": 0}, \"codec_flops\": 1.5e8}]}");
+  CHECK(coded.nodes[0].codec_flops == 1.5e8);
+  check_same(parse_cluster(to_json_text(coded)), coded);
+  CHECK(to_json_text(parse_cluster("{\"nodes\": [{" + node + "\"latency\": 0}}]}")).find("codec_flops") == std::string::npos);
   // validate() speaks of expanded node 5; the message points at the JSON entry it came from.
   const std::string text = R"({"nodes": [
     {"name": "a", "devices": 1, "nic": {"bandwidth": 1e9}, "device_flops": 1e12, "reduce_bandwidth": 1e10},

@@ -6,7 +6,8 @@
 // of its exchange, registry::allreduce_equivalent, and encode + decode work), a compile-time
 // policy type for emit_header, and an exchange that replaces the bucket's collective on MPI.
 //
-// Work per element. The cost model charges flops_per_element x elements / device flops. The
+// Work per element. The cost model charges flops_per_element x elements / the node's codec rate
+// (cost/fabric.hpp codec_rate: on the MPI backend one CPU core at fp16's measured rate). The
 // built-in fp16 codec is charged 2 flops per element; each compressor here is charged in
 // proportion to its measured encode + decode time on one core against fp16's (tests/bench/
 // codecs.cpp, 4 Mi fp32 elements, one run on a loaded 2-core machine: fp16 0.49 GB/s, int8

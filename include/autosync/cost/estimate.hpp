@@ -80,8 +80,10 @@
 //                        beat an all-reduce on bandwidth, only dedicated ones can (BytePS: each
 //                        worker node then moves X out and X in, X beta < 2(N-1)/N X beta, if
 //                        the servers' NICs keep up: N X / (servers) beta_srv each).
-//    Compression adds encode + decode compute, flops_per_element x elements / device_flops,
-//    as a kind-2 event on the same lane right before the bytes move.
+//    Compression adds encode + decode work, flops_per_element x elements / codec_flops (the
+//    slowest worker's codec rate, fabric.hpp codec_rate: the executor's CPU core on the MPI
+//    backend, the device's memory stream on NCCL, or the node's calibrated codec_flops), as a
+//    kind-2 event on the same lane right before the bytes move.
 // 5. Lanes: lane 0 is the collective communicator — all_reduce, sharded and all_gather buckets
 //    of every group are serialized on it. Lanes 1..S are the parameter servers: a server takes
 //    one transfer at a time, servers run in parallel. A job starts at max(ready, its lane free).

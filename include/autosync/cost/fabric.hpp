@@ -7,7 +7,8 @@
 //   intra  device <-> device inside a node (alpha = intra latency, beta = 1 / intra bandwidth)
 //   inter  one node's network: alpha = NIC latency, beta = 1 / (NIC bandwidth x NICs)
 //   gamma  seconds per byte summed (1 / reduce_bandwidth)
-//   device_flops, servers (parameter-server nodes), workers (per worker node: ranks, NIC)
+//   device_flops, codec_flops (compression work per second: codec_rate), servers
+//   (parameter-server nodes), workers (per worker node: ranks, NIC)
 //
 // Heterogeneous clusters: a collective runs at the pace of its slowest member, so the
 // collective numbers take the slowest node (smallest bandwidth, largest latency, slowest
@@ -92,6 +93,7 @@ struct fabric {
   link_cost inter{};        // slowest node network (all NICs of a node together)
   double gamma = 0.0;       // seconds per byte reduced (slowest device)
   double device_flops = 0.0;  // slowest device
+  double codec_flops = 0.0;   // slowest worker's codec rate (codec_rate): compression work per second
   std::vector<server_cost> servers;  // cluster.server_nodes() order: the `server` of a sync_item
   std::vector<worker_cost> workers;  // worker nodes in cluster order
   // NCCL backend (cluster_spec::backend): the world communicator, the intra-node one and one of
@@ -118,6 +120,29 @@ struct fabric {
 
 [[nodiscard]] constexpr double inverse(double bandwidth) noexcept { return bandwidth > 0.0 ? 1.0 / bandwidth : 0.0; }
 
+// Compression work per second of the MPI executor's codecs on one CPU core, in the compressors'
+// units (policy/compression.hpp, compressors/common.hpp: fp16 is 2 per element, the others in
+// proportion to their measured time): the executor's fp16 codec with error feedback (the
+// default) encodes and decodes an element in 12.5 ns on one AMD EPYC core (exec::encode +
+// exec::decode of 4 Mi fp32 elements; the bare conversions of tests/bench/codecs.cpp take 8.7 ns
+// of it), what `autosync calibrate` measures as the node's codec_flops.
+inline constexpr double host_codec_flops = 2.0 / 12.5e-9;
+// On a GPU the codec kernels stream memory: fp16 reads 4 and writes 2 bytes per element to encode,
+// reads 2 and writes 4 to decode, 12 bytes for its 2 units.
+inline constexpr double gpu_codec_bytes_per_unit = 6.0;
+
+// Node n's codec rate (the `j.comp` of cost/estimate.hpp step 4: work / rate): its calibrated
+// codec_flops when set; on the MPI backend the codecs run on the executor's CPU core
+// (host_codec_flops); on NCCL as kernels that stream device memory (memory_bandwidth x
+// memory_efficiency / gpu_codec_bytes_per_unit) when the device is described, else at its
+// device_flops.
+[[nodiscard]] constexpr double codec_rate(const cluster_spec& c, const node_spec& n) noexcept {
+  if (n.codec_flops > 0.0) return n.codec_flops;
+  if (c.backend == collective_backend::mpi) return host_codec_flops;
+  if (n.compute.described()) return n.compute.memory_bandwidth * n.compute.memory_efficiency / gpu_codec_bytes_per_unit;
+  return n.device_flops;
+}
+
 // The cluster must be valid (cluster_spec::validate).
 [[nodiscard]] constexpr fabric make_fabric(const cluster_spec& c) {
   fabric f;
@@ -125,19 +150,21 @@ struct fabric {
   f.nodes = c.worker_nodes();
   f.g = c.max_devices_per_node();
   bool first = true, first_intra = true;
-  double min_flops = 0.0, min_reduce = 0.0, min_nic = 0.0, max_nic_lat = 0.0, min_intra = 0.0, max_intra_lat = 0.0;
+  double min_flops = 0.0, min_codec = 0.0, min_reduce = 0.0, min_nic = 0.0, max_nic_lat = 0.0, min_intra = 0.0, max_intra_lat = 0.0;
   for (int i = 0; i < static_cast<int>(c.nodes.size()); ++i) {
     const auto& n = c.nodes[static_cast<std::size_t>(i)];
     if (n.server_only) continue;
     f.workers.push_back(worker_cost{i, n.devices, link_cost{n.nic.latency, inverse(n.nic_bandwidth())}});
     if (first) {
       min_flops = n.device_flops;
+      min_codec = codec_rate(c, n);
       min_reduce = n.reduce_bandwidth;
       min_nic = n.nic_bandwidth();
       max_nic_lat = n.nic.latency;
       first = false;
     } else {
       min_flops = std::min(min_flops, n.device_flops);
+      min_codec = std::min(min_codec, codec_rate(c, n));
       min_reduce = std::min(min_reduce, n.reduce_bandwidth);
       min_nic = std::min(min_nic, n.nic_bandwidth());
       max_nic_lat = std::max(max_nic_lat, n.nic.latency);
@@ -157,6 +184,7 @@ struct fabric {
   f.inter = link_cost{max_nic_lat, inverse(min_nic)};
   f.gamma = inverse(min_reduce);
   f.device_flops = min_flops;
+  f.codec_flops = min_codec;
   const bool dedicated = c.has_dedicated_servers();
   for (int i = 0; i < static_cast<int>(c.nodes.size()); ++i) {
     const auto& n = c.nodes[static_cast<std::size_t>(i)];

@@ -215,7 +215,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   auto& ob = ws.open[gi];
   if (ob.n == 0) return;
   const auto& g = ws.groups[gi];
-  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  const double flops = x.fab.codec_flops > 0.0 ? x.fab.codec_flops : 1.0;  // compression work per second
   tl.in_order = tl.in_order && tl.last_pos <= ob.ready_pos;
   tl.last_pos = ob.ready_pos;
   auto& j = ws.jobs.emplace_back();  // filled in place
@@ -260,7 +260,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
 // pass would create the bucket: the same prediction, bit for bit (tests/unit/cost_estimate.cpp).
 constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws, tally& tl) {
   const auto T = static_cast<std::uint32_t>(m.tensors.size());
-  const double flops = x.fab.device_flops > 0.0 ? x.fab.device_flops : 1.0;
+  const double flops = x.fab.codec_flops > 0.0 ? x.fab.codec_flops : 1.0;  // compression work per second
   const auto* groups = ws.groups.data();
   const sync_item* items = ws.items.data();
   // one job per item, every field written: the buffer's earlier jobs are overwritten, not zeroed first

@@ -8,6 +8,10 @@
 //                      buffer into another (sum_into, the reduction the collectives use): bytes
 //                      summed per second, from the median over `reduce_reps` of the slowest
 //                      rank (ranks that share cores measure that too, as in a ring step);
+//   codec_flops        every rank at once encodes (with error feedback) and decodes a 4 MiB f32
+//                      buffer through the executor's fp16 codec (exec/compress.hpp): 2 units of
+//                      the compressors' work per element over the slowest rank's median time
+//                      (cost/fabric.hpp codec_rate);
 //   ring all-reduce    exec::all_reduce with the ring topology on one f32 buffer of each size
 //                      in `sizes` (4 KiB .. 16 MiB by default), the median over repetitions of
 //                      the slowest rank's time;
@@ -20,7 +24,7 @@
 // for alpha (latency per ring step) and beta (1 / link bandwidth): beta from the least-squares
 // slope of the sizes >= `bandwidth_from` (1 MiB: the buckets of real models are that large, and
 // caches make smaller sizes faster per byte than the bandwidth of the big ones), alpha from the
-// smallest size once its bytes are paid for; alpha >= 0, beta > 0. `calibrated_cluster` puts the three numbers into zoo::local(p)'s
+// smallest size once its bytes are paid for; alpha >= 0, beta > 0. `calibrated_cluster` puts the four numbers (with codec_flops) into zoo::local(p)'s
 // node (name "local-<p>-calibrated", the source saying what was measured, when and where), so
 // `autosync optimize/run --cluster file.json` cost strategies with this host's constants.
 // The fit's prediction is kept next to each measurement (`samples`), so its quality is visible.
@@ -30,6 +34,7 @@
 #include <autosync/error.hpp>
 #include <autosync/exec/backend.hpp>
 #include <autosync/exec/collectives.hpp>
+#include <autosync/exec/compress.hpp>
 #include <autosync/model.hpp>
 #include <autosync/policy/topology.hpp>
 #include <autosync/zoo/clusters.hpp>
@@ -52,6 +57,7 @@ struct calibrate_options {
   std::size_t bandwidth_from = std::size_t{1} << 20;  // sizes that fit the bandwidth
   std::size_t reduce_bytes = std::size_t{16} << 20;
   int reduce_reps = 7;
+  std::size_t codec_bytes = std::size_t{4} << 20;  // f32 bytes the fp16 codec encodes and decodes (0: not timed)
 };
 
 struct calibration {
@@ -65,6 +71,7 @@ struct calibration {
   double latency = 0.0;           // alpha: seconds per ring step
   double bandwidth = 0.0;         // 1 / beta: bytes/s of one rank's link
   double reduce_bandwidth = 0.0;  // 1 / gamma: bytes/s one rank sums
+  double codec_flops = 0.0;       // the fp16 codec's work/s (2 units per element; 0: not measured)
   std::vector<sample> samples;
 };
 
@@ -160,7 +167,27 @@ template <Backend B>
   dst = {};
   src = {};
 
-  // 2. ring all-reduce per size
+  // 2. the codec: the executor's fp16 encode (with error feedback) and decode, every rank at once
+  double codec_flops = 0.0;
+  if (const std::size_t cn = o.codec_bytes / 4; cn > 0) {
+    std::vector<float> x(cn), y(cn);
+    std::vector<double> residual(cn, 0.0);
+    std::vector<std::uint16_t> wire(cn);
+    for (std::size_t i = 0; i < cn; ++i) x[i] = static_cast<float>(static_cast<double>((i * 2654435761u) % 2001) - 1000.0) * 1e-6f;
+    std::vector<double> t(static_cast<std::size_t>(o.reduce_reps));
+    encode(x.data(), residual.data(), wire.data(), cn, dtype::f16, 1.0);  // first touch
+    for (auto& s : t) {
+      w.barrier();
+      const auto t0 = clock::now();
+      encode(x.data(), residual.data(), wire.data(), cn, dtype::f16, 1.0);
+      decode(wire.data(), y.data(), cn, dtype::f16, 1.0);
+      s = secs(clock::now() - t0);
+    }
+    const double codec_s = calibrate_detail::median(calibrate_detail::max_over_ranks(w, t));
+    codec_flops = 2.0 * static_cast<double>(cn) / std::max(codec_s, 1e-12);
+  }
+
+  // 3. ring all-reduce per size
   const topology_value ring{topology_kind::ring, topology_kind::ring, topology_kind::ring};
   std::vector<calibration::sample> samples;
   for (std::size_t bytes : o.sizes) {
@@ -181,7 +208,9 @@ template <Backend B>
     for (auto& x : t) x = once();
     samples.push_back({bytes, count, calibrate_detail::median(calibrate_detail::max_over_ranks(w, t)), 0.0});
   }
-  return fit_ring(p, std::move(samples), reduce_bandwidth, o.bandwidth_from);
+  auto k = fit_ring(p, std::move(samples), reduce_bandwidth, o.bandwidth_from);
+  k.codec_flops = codec_flops;
+  return k;
 }
 
 // zoo::local(k.ranks) with the measured link and reduction rate: name "local-<p>-calibrated",
@@ -194,11 +223,12 @@ template <Backend B>
   c.name += "-calibrated";
   c.source = "autosync calibrate: " + std::to_string(k.ranks) + " ranks, ring all-reduce " +
              std::to_string(k.samples.empty() ? 0 : k.samples.front().bytes) + ".." +
-             std::to_string(k.samples.empty() ? 0 : k.samples.back().bytes) + " bytes fitted, sum_into timed; " + std::string(where);
+             std::to_string(k.samples.empty() ? 0 : k.samples.back().bytes) + " bytes fitted, sum_into and the fp16 codec timed; " + std::string(where);
   for (auto& n : c.nodes) {
     n.intra.latency = k.latency;
     n.intra.bandwidth = k.bandwidth;
     n.reduce_bandwidth = k.reduce_bandwidth;
+    n.codec_flops = k.codec_flops;  // 0 (not measured): the backend's default
   }
   c.validate();
   return c;

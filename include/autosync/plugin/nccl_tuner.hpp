@@ -36,8 +36,8 @@
 // the nccl-tests logs of tests/data/collectives/, each machine calibrated from 4 of its sizes).
 // Its features are relative to the cluster's constants, so give the calibrated cluster
 // (AUTOSYNC_TUNER_CLUSTER=cluster.json from `autosync calibrate`). Opt-in, not the default:
-// judged leave one machine out it lowers the per-log median error (0.066 -> 0.050) but raises it
-// over all rows (0.068 -> 0.080) (README, "Learned correction of collectives"). A strategy
+// judged leave one machine out it lowers the per-log median error (0.066 -> 0.061) but raises it
+// over all rows (0.068 -> 0.090) (README, "Learned correction of collectives"). A strategy
 // file's topology still comes first.
 //
 // Every decision is logged through NCCL's logger at INFO with the NCCL_TUNING flag

@@ -5,7 +5,9 @@
 //   static constexpr std::string_view name;
 //   static constexpr bool lossless;
 //   static constexpr double wire_bytes_per_element;  // 0: the tensor's own dtype size
-//   static constexpr double flops_per_element;       // encode + decode work per element
+//   static constexpr double flops_per_element;       // encode + decode work per element, in
+//                                                    // units where fp16 is 2 (cost/fabric.hpp
+//                                                    // codec_rate: units per second)
 // and its place in `comp::all` (the built-in registry is generated from that list; its index
 // is the runtime id). Code outside include/ adds compressors without editing this list:
 // autosync::registry::add_compression (registry/extensions.hpp) registers one by name, with

@@ -16,7 +16,7 @@
 //
 // The fingerprint covers what the cost model reads of a cluster: per node the devices, both
 // links (bandwidth, latency), the NIC count, server_only, the device FLOP/s, the reduction
-// bandwidth and the compute roofline (node_spec::compute); the collective backend, the
+// bandwidth, the compute roofline (node_spec::compute) and the codec rate; the collective backend, the
 // transport, NVLS, CollNet, the GPU generation (and, when it is `automatic`, the device label
 // it is read from), the latency scale and the channel count. It does not cover the name or
 // the source text: a calibrated copy of a preset under another name differs by name, one whose
@@ -75,6 +75,7 @@ struct fnv {
     for (const double v : {d.fp32, d.tf32, d.bf16, d.fp16, d.matmul_efficiency, d.memory_bandwidth, d.memory_efficiency, d.kernel_floor, d.l2_bytes})
       h.f64(v);
     h.i64(d.multiprocessors);
+    h.f64(n.codec_flops);
   }
   h.i64(static_cast<std::int64_t>(c.backend));
   h.i64(static_cast<std::int64_t>(c.transport.kind));

@@ -13,6 +13,8 @@
 //                             "l2_bytes": 52428800}}]}
 //              "compute": the device's roofline (cluster.hpp device_compute, cost/compute.hpp);
 //              omitted: the cost model uses device_flops for FLOPs alone.
+//              "codec_flops": the executor's compression work per second on the node (fp16: 2
+//              per element); omitted: the backend's default (cost/fabric.hpp, codec_rate).
 //              "count": N replicates the entry N times, names suffixed -0 .. -(N-1).
 //              Optional network side (cluster.hpp, cost/transport.hpp; absent: backend "mpi"):
 //              "backend": "mpi" | "nccl", "transport": {"kind": "rdma" | "efa" | "slingshot" |
@@ -111,7 +113,8 @@ inline constexpr std::int64_t max_nodes = 65536;
     const auto f = element("nodes", i);
     const json& e = ns[i];
     expect_object(e, f, "a node");
-    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth", "compute"});
+    check_keys(e, f, {"name", "count", "devices", "intra", "nic", "nics", "server_only", "device_flops", "reduce_bandwidth", "compute",
+                      "codec_flops"});
     node_spec n;
     if (const json* v = find(e, "name")) n.name = read_string(*v, member(f, "name"));
     if (const json* v = find(e, "devices")) n.devices = read_int32(*v, member(f, "devices"));
@@ -123,6 +126,7 @@ inline constexpr std::int64_t max_nodes = 65536;
     if (const json* v = find(e, "reduce_bandwidth"))
       n.reduce_bandwidth = read_quantity(*v, member(f, "reduce_bandwidth"), quantity::bandwidth);
     if (const json* v = find(e, "compute")) n.compute = read_device_compute(*v, member(f, "compute"));
+    if (const json* v = find(e, "codec_flops")) n.codec_flops = read_double(*v, member(f, "codec_flops"));
     if (const json* v = find(e, "count")) {
       const auto k = read_int(*v, member(f, "count"), 1, max_nodes);
       if (static_cast<std::int64_t>(c.nodes.size()) + k > max_nodes)
@@ -163,7 +167,7 @@ inline constexpr std::int64_t max_nodes = 65536;
   return a.devices == b.devices && a.intra.bandwidth == b.intra.bandwidth && a.intra.latency == b.intra.latency &&
          a.nic.bandwidth == b.nic.bandwidth && a.nic.latency == b.nic.latency && a.nics == b.nics &&
          a.server_only == b.server_only && a.device_flops == b.device_flops && a.reduce_bandwidth == b.reduce_bandwidth &&
-         a.compute == b.compute;
+         a.compute == b.compute && a.codec_flops == b.codec_flops;
 }
 
 [[nodiscard]] inline ojson write_cluster(const cluster_spec& c) {
@@ -206,6 +210,7 @@ inline constexpr std::int64_t max_nodes = 65536;
                       {"kernel_floor", d.kernel_floor}};
       if (d.l2_bytes > 0.0) o["compute"]["l2_bytes"] = d.l2_bytes;
     }
+    if (n.codec_flops != def.codec_flops) o["codec_flops"] = n.codec_flops;
     ns.push_back(std::move(o));
     i += run;
   }
