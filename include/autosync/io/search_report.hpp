@@ -98,7 +98,7 @@ inline void print_result(std::ostream& os, const model_spec& m, const cluster_sp
 inline void print_alternatives(std::ostream& os, const model_spec& m, const cluster_spec& c, const strategy_desc& s,
                                const search::knowledge& rules = {}) {
   const auto alts = search::alternatives(m, c, s, rules);
-  os << "\n  group  saves over the next alternative   (the alternative: one aspect changed, predicted iteration with it)\n";
+  os << "\n  group  saves over the next alternative   (the alternative: one aspect changed, the iteration with it as the executor runs it)\n";
   for (const auto& a : alts) {
     char line[512];
     if (!a.found) {

@@ -24,7 +24,10 @@
 //   variants, filtered by the knowledge rules and the strategy's own validation), the rest of
 //   the strategy unchanged; the fastest of them is the group's next alternative, and
 //   `saving` = its predicted iteration - the strategy's: what the group's choice buys
-//   (>= 0 when the strategy is a local optimum; 0: an equal alternative exists).
+//   (>= 0 when the strategy is a local optimum; 0: an equal alternative exists). Iterations are
+//   as the executor runs them (`executor`, the default: max(estimate, serial replay) for a
+//   strategy with parameter servers, search/serial.hpp), the measure optimize picks by; with
+//   `executor` false, the estimate's (parameter-server lanes side by side).
 #pragma once
 
 #include <autosync/cluster.hpp>
@@ -34,6 +37,7 @@
 #include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/search/constraints.hpp>
+#include <autosync/search/serial.hpp>
 #include <autosync/search/space.hpp>
 #include <autosync/strategy/descriptor.hpp>
 #include <autosync/strategy/items.hpp>
@@ -126,12 +130,21 @@ struct group_alternative {
 };
 
 [[nodiscard]] inline std::vector<group_alternative> alternatives(const model_spec& m, const cluster_spec& c, const strategy_desc& s,
-                                                                 const knowledge& rules = {}) {
+                                                                 const knowledge& rules = {}, bool executor = true) {
   s.validate(m, c);
   const space sp(m, c, space_options{rules.allow_lossy, rules.tiny_bytes, space_options{}.large_bytes, rules.lossy});
   const context cx{m, c, rules};
   cost::evaluator ev(m, c);
-  const double base = ev(s).iteration;
+  // the iteration of x whose estimate is `estimate`: as the executor runs it, which differs only
+  // with parameter servers (and is never below the estimate)
+  auto as_run = [&](const strategy_desc& x, double estimate) {
+    if (!executor || std::none_of(x.groups.begin(), x.groups.end(),
+                                  [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; }))
+      return estimate;
+    const auto r = serial_replay(m, c, x);
+    return std::max(r.iteration, r.estimate);
+  };
+  const double base = as_run(s, ev(s).iteration);
   // the single tensor of each group (nullptr when it has several or a split one)
   std::vector<const tensor*> only(s.groups.size(), nullptr);
   std::vector<std::size_t> members(s.groups.size(), 0);
@@ -164,7 +177,9 @@ struct group_alternative {
           continue;
         }
         if (!satisfies(cx, x)) continue;
-        const double it = ev(x).iteration;
+        const double estimate = ev(x).iteration;
+        if (!(estimate < best.iteration)) continue;  // as run it is no faster than its estimate
+        const double it = as_run(x, estimate);
         if (it < best.iteration) {
           best.found = true;
           best.changed = a;
