@@ -36,7 +36,6 @@
 namespace autosync {
 namespace detail::session {
 
-
 // The same error, its message prefixed with the rank (the trainer's mistakes name where they were made).
 [[nodiscard]] inline error on_rank(const error& e, int rank) { return error(e.field(), "rank " + std::to_string(rank) + ": " + e.message()); }
 

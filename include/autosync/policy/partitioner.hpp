@@ -11,6 +11,7 @@
 
 #include <autosync/policy/slots.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -29,6 +30,16 @@ struct partitioner_value {
   std::uint64_t max_bytes = 0;   // by_bytes: B
   friend constexpr bool operator==(const partitioner_value&, const partitioner_value&) = default;
 };
+
+namespace detail {
+// How many shards the by_bytes partitioner cuts d rows of row_bytes each into: ceil(total /
+// max_bytes), at least 1 and at most d (a tensor within the cap: 1, without a division).
+// expand cuts them (strategy/items.hpp); strategy_desc::validate counts them.
+[[nodiscard]] constexpr std::int64_t by_bytes_shards(std::int64_t d, std::uint64_t row_bytes, std::uint64_t max_bytes) noexcept {
+  const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
+  return total <= max_bytes ? 1 : std::clamp<std::int64_t>(static_cast<std::int64_t>((total + max_bytes - 1) / max_bytes), 1, d);
+}
+}  // namespace detail
 
 namespace part {
 struct none {

@@ -138,9 +138,7 @@ struct group_alternative {
   // the iteration of x whose estimate is `estimate`: as the executor runs it, which differs only
   // with parameter servers (and is never below the estimate)
   auto as_run = [&](const strategy_desc& x, double estimate) {
-    if (!executor || std::none_of(x.groups.begin(), x.groups.end(),
-                                  [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; }))
-      return estimate;
+    if (!executor || !has_parameter_servers(x)) return estimate;
     const auto r = serial_replay(m, c, x);
     return std::max(r.iteration, r.estimate);
   };

@@ -19,7 +19,6 @@
 #include <autosync/strategy/made_for.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -99,6 +98,11 @@ struct strategy_desc {
   // Checks what can be checked without a model or cluster.
   void validate_groups() const;
 };
+
+// Whether any group of s is a parameter server (its items are placed on servers).
+[[nodiscard]] constexpr bool has_parameter_servers(const strategy_desc& s) noexcept {
+  return std::any_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; });
+}
 
 // The most pieces (whole tensors and shards: sync items) one strategy may synchronize: a bound that
 // keeps a strategy's expansion within memory (2^20 items take 80 MiB).
@@ -196,11 +200,10 @@ inline void strategy_desc::validate(const model_spec& model, const cluster_spec&
       count_pieces(g.partitioner.shards, f);
     } else if (g.partitioner.kind == partitioner_kind::by_bytes) {
       if (split_axis > 0) throw error(f, "by_bytes partitions along axis 0; the shard was split along axis " + std::to_string(split_axis));
-      // as many even shards along axis 0 as keep each within max_bytes (at most one per row)
+      // the shards expand cuts (rows: the shard's own when the tensor is split along axis 0)
       const auto rows = split_axis == 0 ? extent : t.shape[0];
-      const double bytes = static_cast<double>(rows) * static_cast<double>(t.slice_elements(0)) * static_cast<double>(size_of(t.type));
-      const double need = std::ceil(bytes / static_cast<double>(std::max<std::uint64_t>(g.partitioner.max_bytes, 1)));
-      count_pieces(static_cast<std::int64_t>(std::min(need, static_cast<double>(std::max<std::int64_t>(rows, 1)))), f);
+      const auto row_bytes = static_cast<std::uint64_t>(t.slice_elements(0)) * static_cast<std::uint64_t>(size_of(t.type));
+      count_pieces(detail::by_bytes_shards(rows, row_bytes, g.partitioner.max_bytes), f);
     } else {
       count_pieces(1, f);
     }

@@ -110,12 +110,6 @@ struct codec_cost {
 }
 
 namespace detail {
-// How many shards the by_bytes partitioner cuts d rows of row_bytes each into: ceil(total /
-// max_bytes), at least 1 and at most d (a tensor within the cap: 1, without a division).
-[[nodiscard]] constexpr std::int64_t by_bytes_shards(std::int64_t d, std::uint64_t row_bytes, std::uint64_t max_bytes) noexcept {
-  const std::uint64_t total = static_cast<std::uint64_t>(d) * row_bytes;
-  return total <= max_bytes ? 1 : std::clamp<std::int64_t>(static_cast<std::int64_t>((total + max_bytes - 1) / max_bytes), 1, d);
-}
 
 // What a group's codec does to its items' bytes, worked out once per group: `ext`, a registered
 // compressor or extension slots (extension_cost prices each item); else `per`, the built-in
@@ -302,8 +296,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   }
 
   // Placement of parameter-server items.
-  if (std::none_of(s.groups.begin(), s.groups.end(), [](const group_desc& g) { return g.architecture == architecture_kind::parameter_server; }))
-    return;
+  if (!has_parameter_servers(s)) return;
   std::vector<double> bw;
   for (const auto& n : c.nodes) {
     const bool dedicated = c.has_dedicated_servers();
