@@ -6,6 +6,7 @@
 #include <autosync/cost/features.hpp>
 #include <autosync/search/optimizer.hpp>
 #include <autosync/search/selection.hpp>
+#include <autosync/strategy/baselines.hpp>
 #include <autosync/zoo/clusters.hpp>
 #include <autosync/zoo/models.hpp>
 
@@ -157,6 +158,41 @@ TEST_CASE("optimize: counted budgets; the same seed gives the same strategy") {
   const auto full = search::optimize(m, c, o);
   CHECK(a.evaluated < full.evaluated);
   CHECK(full.work > a.work);
+}
+
+TEST_CASE("optimize: a parameter-server item counts the servers and nodes its lanes visit") {
+  CHECK(search::search_work_per_ps_item(0, 16) == 1);
+  CHECK(search::search_work_per_ps_item(16, 16) == 1);  // below 24 + 24: the budget as it was
+  CHECK(search::search_work_per_ps_item(24, 24) == 2);
+  CHECK(search::search_work_per_ps_item(2000, 2000) == 166);
+  const auto m = zoo::make_model("resnet50");
+  const auto c = zoo::make_cluster("p3.16xlarge-x4");
+  for (const auto& s : baselines::all(m, c)) {
+    CAPTURE(s.name);
+    const auto n = search::items_of(m, s);
+    const bool ps = has_parameter_servers(s);
+    CHECK(search::items_of(m, s, 7) == (ps ? 7 * n : n));  // every group of a baseline is one architecture
+  }
+  // 400 nodes with co-located servers: (400 + 400) / 24 = 33 per PS item. A budget of one item
+  // ends the walk after the seeds (every baseline, costed): their work is counted so.
+  cluster_spec big;
+  big.name = "400x8";
+  for (int i = 0; i < 400; ++i) {
+    node_spec n = c.nodes.front();
+    n.name = "n" + std::to_string(i);
+    big.nodes.push_back(n);
+  }
+  std::uint64_t seeds = 0, unweighted = 0;
+  for (const auto& s : baselines::all(m, big)) {
+    seeds += search::items_of(m, s, 33);
+    unweighted += search::items_of(m, s);
+  }
+  REQUIRE(seeds > 4 * unweighted);  // the PS baselines dominate
+  search::options o;
+  o.max_work = 1;
+  const auto r = search::optimize(m, big, o);
+  CHECK(r.work >= seeds);
+  CHECK(r.work < seeds + unweighted);  // and the polish's few evaluations
 }
 
 TEST_CASE("optimize: the best of each family, with its prediction") {

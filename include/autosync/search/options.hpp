@@ -8,7 +8,10 @@
 //                     a strategy costs about in proportion to its items (tensors, plus every
 //                     shard of a partitioned tensor), so a model whose strategies expand into
 //                     thousands of shards (gpt2-xl: up to about 6,000 items each) gets fewer
-//                     evaluations and a bounded run time.
+//                     evaluations and a bounded run time. On a cluster of more than 24
+//                     servers and worker nodes a parameter-server item counts
+//                     (servers + worker nodes) / 24 (search_work_per_ps_item, selection.hpp):
+//                     its server lanes visit every server and node per transfer.
 //   Both are deterministic counts: whichever is reached first ends the walk. The polish
 //   (search/optimizer.hpp) has a small budget of its own (a few evaluations per group).
 //

@@ -140,7 +140,7 @@ class picker {
     if (!(key < pick_.key)) return false;
     const auto s = score(scratch_);
     ++evaluated_;
-    work_ += items_of(m_, scratch_);
+    work_ += items_of(m_, scratch_, search_work_per_ps_item(ev_.fab().servers.size(), ev_.fab().workers.size()));
     if (!within(s)) return false;
     pick_.point = next;
     pick_.key = key;

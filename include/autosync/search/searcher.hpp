@@ -43,6 +43,7 @@ class searcher {
     // per dense position: dense bytes and per-compressor wire factor for the bound
     for (auto ti : sp_.dense()) dense_bytes_.push_back(static_cast<double>(m.tensors[ti].bytes()));
     floor_ = (ev_.ctx().forward + ev_.ctx().backward) * (1.0 + 1e-12);
+    ps_item_work_ = search_work_per_ps_item(ev_.fab().servers.size(), ev_.fab().workers.size());
   }
 
   result run() {
@@ -126,7 +127,7 @@ class searcher {
     sp_.materialize(c, scratch_);
     const double t = ev_(scratch_).iteration;
     ++evaluated_;
-    work_ += items_of(m_, scratch_);
+    work_ += items_of(m_, scratch_, ps_item_work_);
     kept_.offer(m_, t, scratch_, &c);
     if (t < best_time_) {
       best_time_ = t;
@@ -145,7 +146,7 @@ class searcher {
       s.validate(m_, c_);
       auto p = ev_(s);
       ++evaluated_;
-      work_ += items_of(m_, s);
+      work_ += items_of(m_, s, ps_item_work_);
       if (satisfies(cx, s)) {
         kept_.offer(m_, p.iteration, s, nullptr);
         if (p.iteration < best_time_) {
@@ -528,6 +529,7 @@ class searcher {
   double best_time_ = std::numeric_limits<double>::infinity();
   std::size_t evaluated_ = 0, pruned_ = 0, steps_ = 0;
   std::uint64_t work_ = 0;
+  std::uint64_t ps_item_work_ = 1;  // search_work_per_ps_item of the cluster
   std::size_t limit_ = std::numeric_limits<std::size_t>::max();
   std::size_t budget_ = std::numeric_limits<std::size_t>::max();
   std::string_view phase_ = "seed";

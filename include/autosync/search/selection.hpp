@@ -66,14 +66,18 @@ struct complexity {
 }
 
 // Sync items of strategy s for model m: one per tensor, or one per shard of a partitioned one
-// (even<K>: K; by_bytes<B>: ceil(bytes / B)). The search's unit of work: a strategy costs
-// about in proportion to it.
-[[nodiscard]] inline std::uint64_t items_of(const model_spec& m, const strategy_desc& s) {
+// (even<K>: K; by_bytes<B>: ceil(bytes / B)). Each item of a parameter-server group counts
+// `ps_item_work` (search_work_per_ps_item); items_of(m, s) counts every item once.
+[[nodiscard]] inline std::uint64_t items_of(const model_spec& m, const strategy_desc& s, std::uint64_t ps_item_work = 1) {
   std::uint64_t n = 0;
+  auto weight = [&](std::int32_t gi) -> std::uint64_t {
+    if (gi < 0 || static_cast<std::size_t>(gi) >= s.groups.size()) return 1;
+    return s.groups[static_cast<std::size_t>(gi)].architecture == architecture_kind::parameter_server ? ps_item_work : 1;
+  };
   for (std::size_t i = 0; i < s.assignments.size() && i < m.tensors.size(); ++i) {
     const auto& as = s.assignments[i];
     if (as.split()) {
-      n += as.shard_groups.size();
+      for (const auto g : as.shard_groups) n += weight(g);
       continue;
     }
     if (as.group < 0 || static_cast<std::size_t>(as.group) >= s.groups.size()) continue;
@@ -84,9 +88,21 @@ struct complexity {
       const auto b = static_cast<std::uint64_t>(std::max<std::int64_t>(0, m.tensors[i].bytes()));
       k = std::max<std::uint64_t>(1, (b + p.max_bytes - 1) / p.max_bytes);
     }
-    n += k;
+    n += k * weight(as.group);
   }
   return n;
+}
+
+// The search's unit of work is one sync item costed: an evaluation costs about in proportion to
+// its items (about 40 ns each in the CLI's build). A parameter-server item costs more on a
+// large cluster: the server lanes pick each transfer's server among all S servers and move its
+// bytes through each of the W worker nodes' NICs, about 1.8 ns per item per server or node
+// (bert-large's byteps strategy, 710 items: 28 us with 4 + 4, 1.3 ms with 500 + 500, 5.8 ms with
+// 2,000 + 2,000). So a PS item counts (S + W) / 24 items once that exceeds one: below, the
+// budget is what it always was; above, max_work keeps bounding the run time (2,000 nodes with
+// co-located servers: 18 s before).
+[[nodiscard]] constexpr std::uint64_t search_work_per_ps_item(std::size_t servers, std::size_t worker_nodes) noexcept {
+  return std::max<std::uint64_t>(1, (static_cast<std::uint64_t>(servers) + worker_nodes) / 24);
 }
 
 // A family of strategies: every group that holds a dense tensor uses this architecture.
