@@ -66,11 +66,9 @@ learn::xgb_params params_of(const learn_opts& o, learn::xgb_params p) {
 // The evidence box as C++ (gbt/evidence_box.hpp), appended to the emitted forest.
 template <std::size_t N>
 std::string box_text(const gbt::evidence_box<N>& b, const std::string& name) {
-  const auto hex = [](float v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
-    return std::string(buf);
-  };
+  const auto hex = [](float v) { return gbt::detail::emit::hex(v); };  // inf as numeric_limits'
+  bool infinite = std::isinf(b.y_lo) || std::isinf(b.y_hi);
+  for (std::size_t i = 0; i < N; ++i) infinite = infinite || std::isinf(b.lo[i]) || std::isinf(b.hi[i]);
   std::string ns, var = name;
   if (const auto k = name.rfind("::"); k != std::string::npos) {
     ns = name.substr(0, k);
@@ -78,7 +76,7 @@ std::string box_text(const gbt::evidence_box<N>& b, const std::string& name) {
   }
   std::ostringstream s;
   s << "\n// Where the forest has evidence (gbt/evidence_box.hpp): the training rows' feature and target ranges.\n"
-    << "#include <autosync/gbt/evidence_box.hpp>\n\n";
+    << "#include <autosync/gbt/evidence_box.hpp>\n" << (infinite ? "\n#include <limits>\n" : "") << "\n";
   if (!ns.empty()) s << "namespace " << ns << " {\n\n";
   s << "inline constexpr autosync::gbt::evidence_box<" << N << "> " << var << "_box{\n    .lo = {";
   for (std::size_t i = 0; i < b.lo.size(); ++i) s << (i ? ", " : "") << hex(b.lo[i]);
@@ -155,10 +153,19 @@ int learn_collectives(const learn_opts& o) {
   lomo.push_back(learn::overall_errors(rows, y_lomo));
   kf.push_back(learn::overall_errors(rows, y_kf));
   std::printf("held-out median relative error      rows  calibrated  machine left out  %zu-fold\n", o.folds);
+  // "-": no held-out prediction (the manifest has one machine: none is left to train on)
+  const auto cell = [](double v, int width) {
+    char buf[32];
+    if (std::isnan(v)) std::snprintf(buf, sizeof buf, "%*s", width, "-");
+    else std::snprintf(buf, sizeof buf, "%*.3f", width, v);
+    return std::string(buf);
+  };
   for (std::size_t c = 0; c < lomo.size(); ++c)
-    std::printf("  %-34s %4zu  %10.3f  %16.3f  %6.3f\n", lomo[c].label.c_str(), lomo[c].rows, lomo[c].analytical, lomo[c].corrected,
-                kf[c].corrected);
-  std::printf("  %-34s       %10.3f  %16.3f\n", "median over logs", learn::median(cal), learn::median(cor));
+    std::printf("  %-34s %4zu  %10.3f  %s  %s\n", lomo[c].label.c_str(), lomo[c].rows, lomo[c].analytical,
+                cell(lomo[c].corrected, 16).c_str(), cell(kf[c].corrected, 6).c_str());
+  std::erase_if(cor, [](double v) { return std::isnan(v); });
+  std::printf("  %-34s       %10.3f  %s\n", "median over logs", learn::median(cal), cell(learn::median(cor), 16).c_str());
+  if (cor.empty()) std::printf("  (leave one machine out needs the logs of two machines or more)\n");
   const auto b = learn::train_bounded_collective_booster(rows, p);
   std::ostringstream pre;
   pre << "// The collective-level learned correction of cost/collective_features.hpp: y = log(measured /\n"
@@ -217,6 +224,22 @@ void check_learn_opts(const learn_opts& o) {
     if (o.header.empty()) throw error("--name", "names the forest of --emit-header: give --emit-header too");
   }
   // the output files: fail now, not after the training
+  // one file for two outputs, or an output over an input, would lose one of them
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code e1, e2;
+    const auto ca = std::filesystem::weakly_canonical(a, e1), cb = std::filesystem::weakly_canonical(b, e2);
+    return !e1 && !e2 && ca == cb;
+  };
+  if (!o.out.empty() && !o.header.empty() && same(o.out, o.header))
+    throw error("--emit-header", "'" + o.header + "' is also the --out file: one would overwrite the other");
+  for (const auto* f : {&o.out, &o.header}) {
+    if (f->empty()) continue;
+    const char* opt = f == &o.out ? "--out" : "--emit-header";
+    for (const auto& r : o.records)
+      if (same(*f, r)) throw error(opt, "'" + *f + "' is a --records input: writing it would destroy the records");
+    if (!o.collectives.empty() && same(*f, o.collectives))
+      throw error(opt, "'" + *f + "' is the --collectives manifest: writing it would destroy it");
+  }
   if (!o.out.empty()) check_writable(o.out, "--out");
   if (!o.header.empty()) check_writable(o.header, "--emit-header");
   for (std::size_t i = 0; i < o.records.size(); ++i)

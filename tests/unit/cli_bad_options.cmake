@@ -70,6 +70,7 @@ set(cases
   "learn --records ${trials} --name std --emit-header ${WORK}/h.hpp|'--name': 'std' would collide"
   "learn --records ${trials} --out ${WORK}|'--out': '.*' is a directory"
   "learn --records ${trials} --folds 3|--records excludes --folds"
+  "learn --records ${trials} --out ${WORK}/m.json --emit-header ${WORK}/m.json|'--emit-header': '.*' is also the --out file"
   "optimize --model gpt2 --cluster dgx-h100-x2 --compute-scale 1 --precision fp32|'--precision': cannot be combined with --compute-scale"
   "explain --model ${WORK}/prof.json --cluster local-2 --precision bf16 ${WORK}/prof_s.json|'--precision': model 'prof' has a measured profile"
   "learn --collectives ${SRC}/tests/data/collectives/nccl_cases.json --holdout 0.2|--collectives excludes --holdout"

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 namespace gbt = autosync::gbt;
@@ -50,6 +51,26 @@ TEST_CASE("gbt emit_header: the written text") {
   const std::string plain = gbt::emit_header(small(), "tiny");
   CHECK(plain.find("namespace") == std::string::npos);
   CHECK(plain == gbt::emit_header(small(), "tiny"));
+}
+
+TEST_CASE("gbt emit_header: an infinite threshold is written through numeric_limits, and <limits> included") {
+  // (a LightGBM threshold beyond float's range loads as +inf: every finite value goes left)
+  gbt::forest_spec spec;
+  spec.num_features = 1;
+  gbt::tree_nodes t;
+  t.left = {1, -1, -1};
+  t.right = {2, -1, -1};
+  t.feature = {0, 0, 0};
+  t.threshold = {std::numeric_limits<float>::infinity(), 0, 0};
+  t.flags = {0, 0, 0};
+  t.value = {0, 1.0, 2.0};
+  spec.trees = {t};
+  const std::string h = gbt::emit_header(gbt::forest(spec), "inf_model");
+  CHECK(h.find("#include <autosync/gbt/static_forest.hpp>\n\n#include <limits>\n") != std::string::npos);
+  CHECK(h.find(".threshold = {\n        std::numeric_limits<float>::infinity()},") != std::string::npos);
+  CHECK(h.find("inff") == std::string::npos);
+  // a finite forest's header stays as it was: no <limits>
+  CHECK(gbt::emit_header(small(), "tiny").find("<limits>") == std::string::npos);
 }
 
 TEST_CASE("gbt emit_header: errors") {

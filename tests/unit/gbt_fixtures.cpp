@@ -150,7 +150,7 @@ TEST_CASE("gbt fixtures: LightGBM binary model (sigmoid:2, missing types NaN/Zer
            row_case{0.0f, 0.0f, just_below_0_1, 1 + 0.125 + 2},              // b = 0 is missing (Zero type) -> default right
            row_case{0.0f, nan, nan, 1 + 0.125 + 2},                          // NaN -> 0 -> missing; c: NaN -> 0 <= 0.1 -> left
            row_case{0.0f, 1e-36f, 5.0f, 1 + 0.125 - 3},                      // |b| <= 1e-35: zero
-           row_case{0.0f, -1e-35f, 5.0f, 0.25 + 0.125 - 3},                  // -1e-35 is not (> -kZeroThreshold fails): 0.25
+           row_case{0.0f, -1e-35f, 5.0f, 1 + 0.125 - 3},                     // and -1e-35 (LightGBM 4: >= -kZeroThreshold)
            row_case{-7.0f, 0.9f, -1.0f, 1 + 0.125 + 2},                      // b > 0.75
        }) {
     CAPTURE(r.a);

@@ -75,7 +75,8 @@ TEST_CASE("gbt forest: split rule x < threshold, NaN to the default child, zero-
   CHECK(p(0.0f, nan_f) == 4.0f);                         // NaN, default right
   CHECK(p(0.0f, 0.0f) == 4.0f);                          // zero is missing here: default right, although 0 < 0.5
   CHECK(p(0.0f, 1e-35f) == 4.0f);                        // still "zero" (<= 1e-35)
-  CHECK(p(0.0f, -1e-35f) == 8.0f);                       // not: LightGBM's IsZero is -1e-35 < x <= 1e-35
+  CHECK(p(0.0f, -1e-35f) == 4.0f);                       // and -1e-35: LightGBM 4's IsZero is -1e-35 <= x <= 1e-35
+  CHECK(p(0.0f, std::nextafter(-1e-35f, -1.0f)) == 8.0f);  // not below it
   CHECK(p(0.0f, 2e-35f) == 8.0f);
   CHECK(p(-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()) == 4.0f);
 }

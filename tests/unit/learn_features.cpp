@@ -251,6 +251,13 @@ TEST_CASE("dataset: a record's target is log(median measured / analytical at its
   CHECK(s.measured == Approx(0.03));
   CHECK(s.target() == Approx(std::log(0.03 / 0.028)));
   CHECK(s.group == "tiny@1x2|x1|2r/2|cs0");
+  // scales as the shortest text that reads back: 0.07337 and 0.073370004 are two runs
+  auto r2 = r;
+  r2.model = learn::model_source::from_zoo("resnet50", 0.07337);
+  r2.settings.compute_scale = 0.0481254;
+  CHECK(learn::group_of(r2) == "resnet50@" + r2.cluster.name + "|x0.07337|2r/2|cs0.0481254");
+  r2.model.scale = 0.073370004;
+  CHECK(learn::group_of(r2) == "resnet50@" + r2.cluster.name + "|x0.073370004|2r/2|cs0.0481254");
   r.settings.compute_scale = 1.0;
   CHECK(learn::make_sample(r).analytical == Approx(0.030));
   r.strategy.name = "renamed";

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -92,6 +93,17 @@ TEST_CASE("proposals: sampled strategies are valid, distinct and deterministic; 
   REQUIRE(pick.size() == 5);
   CHECK(scores[pick[0]] == *std::min_element(scores.begin(), scores.end()));
   CHECK(std::set<std::size_t>(pick.begin(), pick.end()).size() == 5);
+  // every score 0 (no compute, one rank), or not a number: still k distinct candidates, the
+  // finite ones first
+  for (const double v : {0.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    std::vector<double> flat(a.size(), v);
+    flat[7] = v == 0.0 ? 0.0 : 1.0;
+    const auto p2 = learn::diverse_top_k(a, flat, 6);
+    REQUIRE(p2.size() == 6);
+    CHECK(std::set<std::size_t>(p2.begin(), p2.end()).size() == 6);
+    for (auto i : p2) CHECK(i < a.size());
+    if (v != 0.0) CHECK(p2[0] == 7);
+  }
 
   // one move away from a strategy the space can express: valid, distinct, not the strategy itself
   const auto base = sp.materialize(sp.equal_runs(group_desc{.fusion = fusion_value{1u << 20, 1u << 20}}, 2));
@@ -345,6 +357,35 @@ struct lucky_runner {
 };
 }  // namespace
 
+namespace {
+// Answers with the record of another run: another strategy, or the same one on another cluster.
+struct mislabeling_runner {
+  bool other_cluster = false;
+  learn::trial_record run(const learn::tune_target& t, const strategy_desc& s) {
+    if (other_cluster) {
+      auto c = t.cluster;
+      c.name = "elsewhere";
+      return synthetic_record(t.model, c, s);
+    }
+    auto other = uniform_strategy(t.model.spec, group_desc{.topology = topology_value{topology_kind::tree}}, "other");
+    return synthetic_record(t.model, t.cluster, s == other ? uniform_strategy(t.model.spec, group_desc{}) : other);
+  }
+};
+}  // namespace
+
+TEST_CASE("autotune refuses a runner's record of another strategy or another run, and files nothing") {
+  const auto t = small_target();
+  scratch_dir dir;
+  mislabeling_runner wrong_strategy;
+  CHECK_THROWS_WITH_AS(learn::autotune(t, wrong_strategy, dir.path / "a.jsonl", {}, learn::trainer{}, small_options(4)),
+                       doctest::Contains("returned a record of another strategy"), error);
+  mislabeling_runner wrong_cluster{true};
+  CHECK_THROWS_WITH_AS(learn::autotune(t, wrong_cluster, dir.path / "b.jsonl", {}, learn::trainer{}, small_options(4)),
+                       doctest::Contains("returned a record of run 'resnet50@elsewhere"), error);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "a.jsonl"));
+  CHECK_FALSE(std::filesystem::exists(dir.path / "b.jsonl"));
+}
+
 TEST_CASE("autotune's confirm phase: the best strategy is the best median over its runs, not one lucky trial") {
   const auto t = small_target();
   auto o = small_options(30);
@@ -373,4 +414,10 @@ TEST_CASE("autotune's confirm phase: the best strategy is the best median over i
   for (const auto& r : learn::read_records(dir.path / "b.jsonl").records)
     true_best = std::min(true_best, learn::median_iteration(synthetic_record(t.model, t.cluster, r.strategy)));
   CHECK(b.best_measured <= true_best * 1.0000001);
+  // a finished run resumed runs nothing new, and confirms nothing again
+  lucky_runner again;
+  const auto c = learn::autotune(t, again, dir.path / "b.jsonl", {}, learn::trainer{}, o);
+  CHECK(again.runs.empty());
+  CHECK(c.confirmations.empty());
+  CHECK(learn::read_records(dir.path / "b.jsonl").records.size() == 30 + b.confirmations.size());
 }

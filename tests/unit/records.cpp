@@ -289,6 +289,9 @@ TEST_CASE("bad fields are errors naming the field and the line") {
   has(field(edited([](J& j) { j["iterations"][0]["ranks"]["sync_s"][1] = -1.0; })), "iterations[0].ranks.sync_s[1] |", ">= 0");
   has(field(edited([](J& j) { j["iterations"][0]["ranks"]["iteration_s"][0] = "fast"; })), "iterations[0].ranks.iteration_s[0] |",
       "must be a number");
+  // times outside [1e-12, 1e6) s (0 aside): a median of two near DBL_MAX overflowed, 1e-320 made a target of -734
+  has(field(edited([](J& j) { j["predicted"]["iteration_s"] = 1e308; })), "predicted.iteration_s |", "must be 0 or seconds in [1e-12, 1e6), got 1e+308");
+  has(field(edited([](J& j) { j["predicted"]["exposed_s"] = 1e-320; })), "predicted.exposed_s |", "got 1e-320");
   has(field(edited([](J& j) { j["predicted"].erase("exposed_s"); })), "predicted.exposed_s |", "required field is missing");
   has(field(edited([](J& j) { j["environment"]["ranks"] = 0; })), "environment.ranks |", "must be an integer in [1");
   has(field(edited([](J& j) { j["environment"]["hostname"] = 5; })), "environment.hostname |", "must be a string");

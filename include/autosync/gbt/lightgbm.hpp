@@ -19,7 +19,7 @@
 //                and end at `end of trees`.
 // decision_type bits: 1 categorical (rejected), 2 default left, bits 2-3 the missing type
 // (0 None, 1 Zero, 2 NaN). LightGBM's rule, in double: NaN becomes 0 unless the missing type is
-// NaN; a missing value (NaN for type NaN; NaN or -1e-35 < x <= 1e-35 for type Zero) goes to the
+// NaN; a missing value (NaN for type NaN; NaN or -1e-35 <= x <= 1e-35 for type Zero) goes to the
 // default child; otherwise `x <= threshold` goes left. The loader maps this exactly onto the
 // forest's float rule: for a float x, x <= t (t a double) iff x < t', t' the smallest float above
 // t; type None sends NaN where 0 goes (default left iff 0 <= t); type Zero sets
@@ -42,6 +42,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace autosync::gbt {
@@ -314,6 +315,8 @@ inline forest parse_lightgbm_text(std::string_view text, std::string_view source
 }
 
 inline forest load_lightgbm_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw model_error(path.string(), 0, "", "is a directory, not a model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw model_error(path.string(), 0, "", "cannot open the file");
   std::ostringstream ss;

@@ -9,7 +9,7 @@
 //     value is missing ? default_left : value < threshold
 //
 // where "missing" is NaN, or, for a node flagged zero_is_missing (LightGBM's missing type Zero),
-// also -1e-35 < value <= 1e-35 (LightGBM's IsZero). This is XGBoost's rule; the LightGBM loader rewrites LightGBM's
+// also -1e-35 <= value <= 1e-35 (IsZero of LightGBM 4; 3.x left out -1e-35 itself). This is XGBoost's rule; the LightGBM loader rewrites LightGBM's
 // `value <= threshold` (in double) into it exactly (see lightgbm.hpp).
 //
 // Accumulation follows the library the model came from: XGBoost adds tree outputs to the base
@@ -38,7 +38,7 @@ enum class accumulation : std::uint8_t { f32, f64 };
 
 namespace node_flag {
 inline constexpr std::uint8_t default_left = 1;     // a missing value goes left
-inline constexpr std::uint8_t zero_is_missing = 2;  // -zero_threshold < value <= zero_threshold is missing too
+inline constexpr std::uint8_t zero_is_missing = 2;  // -zero_threshold <= value <= zero_threshold is missing too
 }  // namespace node_flag
 
 // LightGBM's kZeroThreshold.
@@ -49,7 +49,7 @@ namespace detail {
 constexpr bool is_nan(float x) noexcept { return x != x; }
 
 constexpr bool goes_left(float x, float threshold, std::uint8_t flags) noexcept {
-  const bool missing = is_nan(x) || ((flags & node_flag::zero_is_missing) != 0 && x > -zero_threshold && x <= zero_threshold);
+  const bool missing = is_nan(x) || ((flags & node_flag::zero_is_missing) != 0 && x >= -zero_threshold && x <= zero_threshold);
   return missing ? (flags & node_flag::default_left) != 0 : x < threshold;
 }
 

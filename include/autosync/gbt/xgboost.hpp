@@ -46,6 +46,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace autosync::gbt {
@@ -328,6 +329,8 @@ inline forest parse_xgboost_json(std::string_view text, std::string_view source 
 }
 
 inline forest load_xgboost_json(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw model_error(path.string(), 0, "", "is a directory, not a model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw model_error(path.string(), 0, "", "cannot open the file");
   std::ostringstream ss;

@@ -17,9 +17,11 @@
 //        └──────┘   until the budget of trials, or no better measured time for `patience` rounds
 //   confirm: the `confirm` best measured strategies and the best baseline run once more; the
 //   result ranks every strategy by the upper median of its runs (of two, the slower): a
-//   3-iteration trial can be lucky, and a lucky first run must be repeated to win
+//   3-iteration trial can be lucky, and a lucky first run must be repeated to win (a call that
+//   runs no new trial on records that hold a confirm phase already confirms nothing)
 //
-// A runner (`Runner`) executes one strategy for the tuning target and returns its record:
+// A runner (`Runner`) executes one strategy for the tuning target and returns its record, which
+// must be of that strategy, the target's group and the default executor (else an error):
 // learn/runners.hpp has one that calls `mpirun ... autosync run` (local), one that wraps any
 // command line (the testbed script, a user's cluster launcher), and one that replays a
 // recorded dataset (a pool-based loop over strategies measured earlier). The loop never
@@ -214,6 +216,21 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
     o.on_progress(pg);
   };
 
+  // A runner's record must be of the run it was asked for: this target's group, the default
+  // executor, the strategy given (a record of another run would be filed under its name).
+  auto checked_run = [&](const strategy_desc& s) {
+    auto rec = runner.run(t, s);
+    const auto rg = group_of(rec);
+    if (rg != group)
+      throw error("runner", "the trial of strategy '" + s.name + "' returned a record of run '" + rg + "', expected '" + group + "'");
+    if (!default_executor(rec))
+      throw error("runner", "the trial of strategy '" + s.name + "' returned a record of a run with --pack " +
+                                std::string(exec::packing_name(rec.settings.pack)) + ", expected the default executor");
+    if (strategy_key(rec.strategy) != strategy_key(s))
+      throw error("runner", "the trial of strategy '" + s.name + "' returned a record of another strategy ('" + rec.strategy.name + "')");
+    return rec;
+  };
+
   // 1. resume
   if (std::filesystem::exists(records)) {
     const auto rr = read_records(records, read_options{.skip_truncated_tail = true});
@@ -221,6 +238,8 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       if (group_of(r) == group && default_executor(r)) note(r, 0.0, true);  // not runs with `--pack always|never`
   }
   report("resume");
+  // the loop runs a strategy once; a strategy the records hold twice was confirmed
+  const bool confirmed_before = std::any_of(runs_of.begin(), runs_of.end(), [](const auto& kv) { return kv.second.size() >= 2; });
 
   // candidate sources that do not change between rounds
   std::vector<strategy_desc> fixed;
@@ -319,7 +338,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
 
     // 4. run
     for (auto i : pick) {
-      auto rec = runner.run(t, cands[i]);
+      auto rec = checked_run(cands[i]);
       rec.strategy.name = cands[i].name;
       append_record(records, rec);
       note(rec, scores[i], false);
@@ -343,7 +362,9 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   }
   // 6. confirm: run the best measured strategies (and the best baseline) once more
   if constexpr (!PoolRunner<R>) {
-    if (o.confirm > 0 && !res.trials.empty()) {
+    // (not when this call ran no trial and the records hold a confirm phase already, a strategy
+    // run twice: a finished run resumed confirms nothing again)
+    if (o.confirm > 0 && !res.trials.empty() && (res.trials.size() > res.resumed || !confirmed_before)) {
       std::vector<std::pair<double, std::string>> by_best;
       std::string best_base_key;
       double best_base = std::numeric_limits<double>::infinity();
@@ -361,7 +382,7 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
       if (!best_base_key.empty() && std::find(again.begin(), again.end(), best_base_key) == again.end()) again.push_back(best_base_key);
       for (const auto& key : again) {
         const auto& first = record_of.at(key);
-        auto rec = runner.run(t, first.strategy);
+        auto rec = checked_run(first.strategy);
         rec.strategy.name = first.strategy.name;
         append_record(records, rec);
         const double again_ms = median_iteration(rec);

@@ -334,7 +334,8 @@ struct sample_options {
   return f;
 }
 
-// For every row, the log factor predicted by a model fit on the rows of the other folds.
+// For every row, the log factor predicted by a model fit on the rows of the other folds (NaN
+// where the other folds have no rows).
 // `fit(train rows)` returns a cost::Correction over collective rows.
 template <class Fit>
 [[nodiscard]] std::vector<double> held_out_log_factors(std::span<const collective_sample> ss, std::span<const std::size_t> folds, Fit&& fit) {
@@ -345,7 +346,7 @@ template <class Fit>
     std::vector<collective_sample> train;
     for (std::size_t i = 0; i < ss.size(); ++i)
       if (folds[i] != k) train.push_back(ss[i]);
-    if (train.size() == ss.size()) continue;  // an empty fold
+    if (train.size() == ss.size() || train.empty()) continue;  // an empty fold; or no other rows (one machine): NaN
     const auto model = fit(std::span<const collective_sample>(train));
     for (std::size_t i = 0; i < ss.size(); ++i)
       if (folds[i] == k) out[i] = static_cast<double>(model.predict(std::span<const float>(ss[i].row)));
@@ -354,7 +355,8 @@ template <class Fit>
 }
 
 // Median relative errors of a set of rows: the analytical time and the time corrected by
-// held-out log factors (NaN without rows).
+// held-out log factors (NaN without rows; a row without a held-out factor, NaN, counts in the
+// analytical median only).
 struct case_errors {
   std::string label;
   std::size_t rows = 0;
@@ -375,7 +377,7 @@ namespace detail::collectives {
   for (std::size_t i = 0; i < ss.size(); ++i) {
     const auto& s = ss[i];
     ana[s.case_index].push_back(relative_error(s.analytical, s));
-    cor[s.case_index].push_back(relative_error(s.analytical * std::exp(log_factors[i]), s));
+    if (!std::isnan(log_factors[i])) cor[s.case_index].push_back(relative_error(s.analytical * std::exp(log_factors[i]), s));
   }
   for (std::size_t c = 0; c < out.size(); ++c)
     out[c] = {m.cases[c].label, ana[c].size(), median(ana[c]), median(cor[c])};
@@ -387,7 +389,7 @@ namespace detail::collectives {
   std::vector<double> ana, cor;
   for (std::size_t i = 0; i < ss.size(); ++i) {
     ana.push_back(relative_error(ss[i].analytical, ss[i]));
-    cor.push_back(relative_error(ss[i].analytical * std::exp(log_factors[i]), ss[i]));
+    if (!std::isnan(log_factors[i])) cor.push_back(relative_error(ss[i].analytical * std::exp(log_factors[i]), ss[i]));
   }
   return {"all rows", ss.size(), median(ana), median(cor)};
 }

@@ -26,6 +26,7 @@
 #include <autosync/strategy/descriptor.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -110,8 +111,17 @@ namespace autosync::learn {
   std::vector<std::vector<group_desc>> sig;
   sig.reserve(cands.size());
   for (const auto& c : cands) sig.push_back(tensor_groups(c));
+  if (scores.size() != cands.size()) throw error("scores", "one score per candidate");
   double best = std::numeric_limits<double>::infinity();
-  for (double v : scores) best = std::min(best, v);
+  for (double v : scores)
+    if (std::isfinite(v)) best = std::min(best, v);
+  // the gap to the best: relative when the best is a positive time, else in the scores' own
+  // units (every predicted time 0, as with no compute and one rank); a score that is not a
+  // finite number ranks after every finite one
+  auto gap = [&](double v) {
+    if (!std::isfinite(v) || !std::isfinite(best)) return std::numeric_limits<double>::infinity();
+    return best > 0.0 ? v / best - 1.0 : v - best;
+  };
   std::vector<char> used(cands.size(), 0);
   std::vector<double> div(cands.size(), 1.0);  // distance to the nearest picked candidate
   while (picked.size() < std::min(k, cands.size())) {
@@ -119,8 +129,8 @@ namespace autosync::learn {
     double top = -std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < cands.size(); ++i) {
       if (used[i]) continue;
-      const double v = -(scores[i] / best - 1.0) + weight * div[i];
-      if (v > top) {
+      const double v = -gap(scores[i]) + weight * div[i];
+      if (arg == cands.size() || v > top) {  // the first unused one when every value is -inf
         top = v;
         arg = i;
       }

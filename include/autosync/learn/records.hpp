@@ -65,6 +65,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,8 +162,15 @@ namespace jio = autosync::detail::jio;
 
 using jio::nested;
 
+// A recorded time: 0 (nothing to time) or seconds in [1e-12, 1e6), the model's own range: a
+// median of two times near DBL_MAX overflowed, and 1e-320 s made a training target of -734.
 inline void check_time(double v, const std::string& f) {
   if (!std::isfinite(v) || v < 0.0) throw error(f, "must be a finite number of seconds >= 0");
+  if (v != 0.0 && !(v >= 1e-12 && v < 1e6)) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    throw error(f, "must be 0 or seconds in [1e-12, 1e6), got " + std::string(buf, r.ptr));
+  }
 }
 
 }  // namespace detail

@@ -88,6 +88,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -186,7 +187,10 @@ static_assert(offsetof(tuner_v4, getCollInfo) == 16 && offsetof(tuner_v5, getCol
     throw error("nRanks", "tuner: a communicator of " + std::to_string(ranks) + " ranks on " + std::to_string(nodes) + " nodes");
   cluster_spec c;
   c.name = "communicator";
-  const auto g = static_cast<int>((ranks + nodes - 1) / nodes);
+  const std::size_t per = ranks / nodes + (ranks % nodes != 0 ? 1 : 0);  // ceil, without ranks + nodes - 1 overflowing
+  if (per > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw error("nRanks", "tuner: " + std::to_string(ranks) + " ranks on " + std::to_string(nodes) + " nodes is more devices per node than an int holds");
+  const auto g = static_cast<int>(per);
   for (std::size_t i = 0; i < nodes; ++i) {
     node_spec n = proto;
     n.server_only = false;
