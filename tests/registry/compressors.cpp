@@ -8,6 +8,7 @@
 #include <autosync/compressors/guarantee.hpp>
 
 #include <autosync/cost/estimate.hpp>
+#include <autosync/exec/extension_codecs.hpp>
 #include <autosync/exec/hash.hpp>
 #include <autosync/io/compression_report.hpp>
 #include <autosync/io/json.hpp>
@@ -215,6 +216,70 @@ TEST_CASE("compressors: wire bytes are the hand formulas of their exchanges (all
   for (const auto& ev : e.events)
     if (ev.kind == cost::event_collective) moved += ev.bytes;
   CHECK(moved == int8_bytes(1024));
+}
+
+TEST_CASE("compressors: a strided piece (a range along an axis >= 1) travels flat, and PowerSGD prices it so") {
+  const auto c = testing::one_node();
+  const auto m = one_tensor({64, 32, 3, 3});
+  group_desc g;
+  g.compression = named("powersgd", {1, 0, 2});
+  // whole: a 64 x 288 matrix at rank 1
+  CHECK(expand(m, c, uniform_strategy(m, g))[0].wire_bytes == 4 * (64 + 288));
+  // two shards along axis 1: each 64 x 16 x 3 x 3, strided in memory; the executor finds no
+  // matrix in them (exec::exchange_context_of) and sends them as they are
+  g.partitioner = partitioner_value{partitioner_kind::even, 2, 1, 0};
+  const auto items = expand(m, c, uniform_strategy(m, g));
+  REQUIRE(items.size() == 2);
+  for (const auto& it : items) CHECK(it.wire_bytes == 4 * 64 * 16 * 9);
+  // along axis 0 the shards are whole rows: 32 x 288 matrices
+  g.partitioner = partitioner_value{partitioner_kind::even, 2, 0, 0};
+  for (const auto& it : expand(m, c, uniform_strategy(m, g))) CHECK(it.wire_bytes == 4 * (32 + 288));
+}
+
+TEST_CASE("compressors: PowerSGD compresses each row shard of a fused bucket as its own matrix, as it is priced") {
+  const auto c = testing::one_node();
+  const auto m = one_tensor({64, 48});
+  group_desc g;
+  g.compression = named("powersgd", {1, 0, 2});
+  g.partitioner = partitioner_value{partitioner_kind::even, 4, 0, 0};
+  g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  const auto s = uniform_strategy(m, g);
+  std::int64_t priced = 0;
+  for (const auto& it : expand(m, c, s)) priced += it.wire_bytes;
+  CHECK(priced == 4 * 4 * (16 + 48));
+  const auto p = exec::compile_plan(m, c, s, {c.world_size(), c.world_size()});
+  REQUIRE(p.buckets.size() == 1);
+  const auto x = exec::exchange_context_of(p, 0);
+  REQUIRE(x.matrices.size() == 4);  // merged, the four shards were one 64 x 48 matrix (4 (64 + 48) floats)
+  std::int64_t sent = 0;
+  for (const auto& mx : x.matrices) {
+    CHECK(mx.rows == 16);
+    CHECK(mx.cols == 48);
+    sent += 4 * static_cast<std::int64_t>(exec::codecs::powersgd::wire_elements(mx.rows, mx.cols, 1, 2.0));
+  }
+  CHECK(sent == priced);
+}
+
+TEST_CASE("compressors: one that owns its exchange needs an all_reduce or sharded group with the ring") {
+  const auto c = testing::one_node();
+  const auto m = testing::tiny_model({1000});
+  for (const char* name : {"int8", "topk", "powersgd", "qsgd", "randomk", "accordion_topk"}) {
+    CAPTURE(name);
+    group_desc g;
+    g.compression = compression_value{stable_id(name), registry::defaults(registry::find_compression(name)->params)};
+    CHECK_NOTHROW(uniform_strategy(m, g).validate(m, c));
+    g.architecture = architecture_kind::sharded;
+    CHECK_NOTHROW(uniform_strategy(m, g).validate(m, c));
+    g.topology = topology_value{topology_kind::halving_doubling};
+    const std::string topo_msg = "'groups[0].topology': compressor '" + std::string(name) + "' replaces the collective";
+    CHECK_THROWS_WITH_AS(uniform_strategy(m, g).validate(m, c), doctest::Contains(topo_msg.c_str()), error);
+    g.topology = topology_value{};
+    for (auto a : {architecture_kind::parameter_server, architecture_kind::all_gather}) {
+      g.architecture = a;
+      const std::string comp_msg = "'groups[0].compression': compressor '" + std::string(name) + "' replaces the collective";
+      CHECK_THROWS_WITH_AS(uniform_strategy(m, g).validate(m, c), doctest::Contains(comp_msg.c_str()), error);
+    }
+  }
 }
 
 TEST_CASE("compressors: top-k beats a dense all-reduce only below density 1 / p") {

@@ -302,6 +302,56 @@ TEST_CASE("PowerSGD: exact on rank-r sums at 2, 3, 4 and 8 ranks; error feedback
   }
 }
 
+TEST_CASE("PowerSGD: a NaN or infinity makes that step NaN on every rank, and the next step is exact again") {
+  namespace ps = cx::powersgd;
+  const std::size_t rows = 24, cols = 16;
+  const int p = 2, r = 1;
+  const ps::options o{.rank = r};
+  std::vector<ps::state> st(p);
+  // one step of the codec over p ranks (sums in rank order, the same on every rank)
+  auto step = [&](const std::vector<std::vector<float>>& g) {
+    std::vector<float> psum(rows * r, 0.0f), qsum(cols * r, 0.0f), pk(psum.size()), qk(qsum.size());
+    for (int k = 0; k < p; ++k) {
+      ps::compute_p(g[static_cast<std::size_t>(k)], rows, cols, st[static_cast<std::size_t>(k)], o, 9, pk);
+      for (std::size_t i = 0; i < pk.size(); ++i) psum[i] += pk[i];
+    }
+    std::vector<std::vector<float>> pr(p, psum);
+    for (int k = 0; k < p; ++k) {
+      ps::compute_q(st[static_cast<std::size_t>(k)], pr[static_cast<std::size_t>(k)], qk);
+      for (std::size_t i = 0; i < qk.size(); ++i) qsum[i] += qk[i];
+    }
+    std::vector<std::vector<float>> out(p, std::vector<float>(rows * cols));
+    for (int k = 0; k < p; ++k) ps::decompress(st[static_cast<std::size_t>(k)], pr[static_cast<std::size_t>(k)], qsum, p, out[static_cast<std::size_t>(k)], o);
+    return out;
+  };
+  // rank-1 gradients with a shared row factor: their sum has rank 1, so a step is exact
+  const auto u = gaussian(rows, 3), v0 = gaussian(cols, 4), v1 = gaussian(cols, 5);
+  auto rank1 = [&](const std::vector<float>& v) {
+    std::vector<float> m(rows * cols);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = u[i] * v[j];
+    return m;
+  };
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    CAPTURE(bad);
+    st.assign(p, ps::state{});
+    std::vector<std::vector<float>> g{rank1(v0), rank1(v1)};
+    (void)step(g);
+    g[0][5] = bad;
+    const auto out = step(g);
+    for (const auto& o_k : out)
+      for (float x : o_k) CHECK(std::isnan(x));
+    for (const auto& s_k : st) {
+      CHECK_FALSE(s_k.started);
+      for (float e : s_k.m) CHECK(e == 0.0f);
+    }
+    g[0][5] = rank1(v0)[5];
+    const auto next = step(g);
+    for (int k = 0; k < p; ++k)
+      for (std::size_t i = 0; i < rows * cols; ++i) CHECK(std::abs(next[static_cast<std::size_t>(k)][i] - (g[0][i] + g[1][i])) <= 1e-4f);
+  }
+}
+
 TEST_CASE("PowerSGD: 1-D and small tensors stay uncompressed; wire elements") {
   namespace ps = cx::powersgd;
   CHECK(!ps::should_compress(100, 1, 1));  // a bias

@@ -304,6 +304,47 @@ TEST_CASE("compress: error feedback loses nothing over iterations") {
   }
 }
 
+TEST_CASE("compress: fp16 saturates each rank at its share of the range, so no sum of p ranks overflows") {
+  for (int p : {2, 3, 4, 8}) {
+    CAPTURE(p);
+    const double s = wire_scale(dtype::f16, p);
+    // at the documented limit (every |x_r| <= 65504) nothing saturates: the bound holds
+    {
+      const float x = 65504.0f;
+      std::uint16_t w = 0, acc = 0;
+      encode(&x, nullptr, &w, 1, dtype::f16, s);
+      CHECK(from_f16(w) == static_cast<float>(65504.0 * s));
+      acc = w;
+      for (int r = 1; r < p; ++r) acc = to_f16(from_f16(acc) + from_f16(w));
+      float got = 0;
+      decode(&acc, &got, 1, dtype::f16, s);
+      CHECK(std::isfinite(got));
+      CHECK(std::fabs(got - 65504.0 * p) <= compressed_sum_bound(dtype::f16, p, 65504.0 * p));
+    }
+    // beyond it (7e4 on every rank: 35008 scaled at p = 2 summed to inf before) the wire value
+    // saturates at 65504 s, the sum stays finite, and the residual keeps what was cut off
+    for (const float x : {7e4f, 2e5f, -3e7f}) {
+      CAPTURE(x);
+      double r = 0.0;
+      std::uint16_t w = 0;
+      encode(&x, &r, &w, 1, dtype::f16, s);
+      CHECK(std::fabs(from_f16(w)) == static_cast<float>(65504.0 * s));
+      CHECK(r == static_cast<double>(x) - std::copysign(65504.0, x));
+      std::uint16_t acc = w;
+      for (int k = 1; k < p; ++k) acc = to_f16(from_f16(acc) + from_f16(w));
+      CHECK(std::isfinite(from_f16(acc)));
+    }
+    // inf and NaN are sent as they are (and not carried)
+    for (const float x : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      double r = 0.0;
+      std::uint16_t w = 0;
+      encode(&x, &r, &w, 1, dtype::f16, s);
+      CHECK((std::isnan(x) ? std::isnan(from_f16(w)) : from_f16(w) == x));
+      CHECK(r == 0.0);
+    }
+  }
+}
+
 TEST_CASE("compress: a compressed sum over p ranks stays within compressed_sum_bound in any summation order") {
   std::mt19937 rng(3);
   std::normal_distribution<double> N(0.0, 1.0);

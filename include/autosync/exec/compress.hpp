@@ -29,10 +29,10 @@
 // a gradient too small for the wire format (below half the smallest subnormal) is not dropped
 // but accumulates in r until it is sent.
 //
-// fp16 saturates with a scale: s = 2^-ceil(log2 p) for p ranks (fp16_scale). Each rank's value
-// is then at most 65504 s after saturation, so the sum over p ranks is at most 65504 and no
-// partial sum of any reduction order overflows to inf; what saturation cut off stays in the
-// residual. bf16 has float's range: s = 1.
+// fp16 saturates with a scale: s = 2^-ceil(log2 p) for p ranks (fp16_scale), and a scaled value
+// saturates at 65504 s (each rank's share of fp16's range). Each rank's value is then at most
+// 65504 s, so the sum over p ranks is at most 65504 and no partial sum of any reduction order
+// overflows to inf; what saturation cut off stays in the residual. bf16 has float's range: s = 1.
 //
 // Error bound of one compressed all-reduce (no feedback), u = 2^-11 (fp16) or 2^-8 (bf16), the
 // unit roundoff, tiny = the smallest subnormal / 2 (2^-25 / 2^-134) divided by s, over p ranks
@@ -51,6 +51,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -187,7 +188,7 @@ using bf16_format = detail::narrow_format<8, 7>;
 [[nodiscard]] constexpr double half_min_subnormal(dtype wire) noexcept { return wire == dtype::f16 ? 0x1p-25 : 0x1p-134; }
 
 // The documented bound on |x' - sum_r x_r| for one element of a compressed sum over p ranks,
-// given sum_abs = sum_r |x_r|, when nothing saturates (fp16: every |x_r| <= 65504 / s).
+// given sum_abs = sum_r |x_r|, when nothing saturates (fp16: every |x_r| <= 65504).
 [[nodiscard]] constexpr double compressed_sum_bound(dtype wire, int ranks, double sum_abs) noexcept {
   const double p = ranks;
   return 2.0 * p * unit_roundoff(wire) * sum_abs + 2.0 * p * half_min_subnormal(wire) / wire_scale(wire, ranks);
@@ -208,12 +209,22 @@ template <dtype W>
   if constexpr (W == dtype::f16) return from_f16(h);
   else return from_bf16(h);
 }
+// The largest finite value of a wire format: 65504 (f16), (2 - 2^-7) 2^127 (bf16).
+template <dtype W>
+inline constexpr double wire_max = W == dtype::f16 ? 65504.0 : 0x1.fep127;
 template <dtype W, class T>
 void encode_as(const T* x, double* residual, std::uint16_t* wire, std::size_t n, double scale) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "autosync: encode: T must be float or double");
+  // each rank's share of the wire's range: a scaled value saturates at wire_max x scale (exact:
+  // scale is a power of two), so the sum of 1 / scale ranks' values stays finite (saturating at
+  // wire_max itself let two ranks' 7e4 each, 35008 scaled, sum to inf in fp16)
+  const double lim = wire_max<W> * scale;
   for (std::size_t i = 0; i < n; ++i) {
     const double v = residual ? static_cast<double>(x[i]) + residual[i] : static_cast<double>(x[i]);
-    const std::uint16_t w = to_wire<W>(v * scale);
+    double vs = v * scale;
+    if (vs > lim && vs <= std::numeric_limits<double>::max()) vs = lim;  // (inf and NaN are sent as they are)
+    else if (vs < -lim && vs >= -std::numeric_limits<double>::max()) vs = -lim;
+    const std::uint16_t w = to_wire<W>(vs);
     wire[i] = w;
     if (residual) {
       const double back = static_cast<double>(from_wire<W>(w)) / scale;

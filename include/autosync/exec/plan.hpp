@@ -253,7 +253,12 @@ namespace detail {
       auto seg = detail::segment_of(t, it);
       seg.fused = out.elements;
       auto& segs = out.segments;
-      if (!segs.empty() && segs.back().tensor == seg.tensor && segs.back().contiguous() && seg.contiguous() &&
+      // A codec priced by each piece's shape (registry tensor_wire_bytes: PowerSGD's matrices)
+      // compresses each item as the cost model prices it: adjacent rows of a tensor stay pieces
+      // of their own (merged, two shards were one matrix, priced as two: up to 32x apart).
+      const auto* ce = out.hooked && is_extension_id(out.compression.id) ? registry::find_compression(out.compression.id) : nullptr;
+      const bool by_shape = ce != nullptr && static_cast<bool>(ce->tensor_wire_bytes);
+      if (!by_shape && !segs.empty() && segs.back().tensor == seg.tensor && segs.back().contiguous() && seg.contiguous() &&
           segs.back().offset + segs.back().block == seg.offset) {
         segs.back().block += seg.block;  // the next rows of the same tensor: one piece
         segs.back().stride = segs.back().block;

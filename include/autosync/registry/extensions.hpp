@@ -18,7 +18,9 @@
 //   make_exchange, exchange    the MPI executor, for a compressor whose payloads the network
 //                              cannot sum: a per-bucket object that replaces the collective
 //                              (see "Compressors that own their exchange" below)
-//   tensor_wire_bytes          the cost model, when the bytes depend on the tensor's shape
+//   tensor_wire_bytes          the cost model, when the bytes depend on the tensor's shape (a
+//                              strided piece, a range along an axis >= 1 that is not the whole
+//                              axis, comes as a 1-D tensor: the executor packs it as a flat run)
 //   nominal_bits, alternatives the search's lossy budget and its proposals (search/constraints.hpp)
 //   check                      run-time rules against the other slots (validate_group)
 // Compile-time rules of an extension slot live in its policy types (a static_assert in the
@@ -299,6 +301,14 @@ struct registrar {
   for (const auto& e : detail::compression_table())
     if (stable_id(e.name) == id) return &e;
   return nullptr;
+}
+// The registered compressor of id when it owns its exchange (make_exchange): it replaces a
+// group's collective with its own exchange among all ranks, so the group's architecture and
+// topology run nothing (strategy/descriptor.hpp validate_group: all_reduce or sharded, ring).
+[[nodiscard]] inline const compression_entry* exchange_owner(compression_id id) noexcept {
+  if (!is_extension_id(id)) return nullptr;
+  const auto* e = find_compression(id);
+  return e && e->make_exchange ? e : nullptr;
 }
 [[nodiscard]] inline const compression_entry* find_compression(std::string_view name) noexcept {
   for (const auto& e : detail::compression_table())

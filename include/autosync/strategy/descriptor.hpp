@@ -144,6 +144,16 @@ inline void validate_group(const group_desc& g, const std::string& f) {
     if (se->check)
       if (auto why = se->check(g, x); !why.empty()) throw error(f + "." + se->name, why);
   }
+  // A compressor that owns its exchange runs it among all ranks in place of the collective: the
+  // cost model prices it as a flat ring all-reduce of its bytes, which is what runs. A parameter
+  // server, an all-gather or a topology would be priced and never run.
+  if (const auto* e = registry::exchange_owner(g.compression.id)) {
+    if (g.architecture != architecture_kind::all_reduce && g.architecture != architecture_kind::sharded)
+      throw error(f + ".compression", "compressor '" + e->name + "' replaces the collective with its own exchange among all ranks: it needs an all_reduce or sharded group, not " +
+                                          std::string(name_of(g.architecture)));
+    if (!(g.topology == topology_value{}))
+      throw error(f + ".topology", "compressor '" + e->name + "' replaces the collective with its own exchange among all ranks: the topology is not used (leave it ring)");
+  }
 }
 
 inline void strategy_desc::validate_groups() const {

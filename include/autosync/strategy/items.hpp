@@ -8,6 +8,7 @@
 #pragma once
 
 #include <autosync/cluster.hpp>
+#include <autosync/error.hpp>
 #include <autosync/model.hpp>
 #include <autosync/strategy/descriptor.hpp>
 
@@ -15,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -82,7 +84,11 @@ struct codec_cost {
   std::int64_t wire_bytes = 0;
   double flops = 0.0;
 };
-[[nodiscard]] inline codec_cost extension_cost(const tensor& t, std::int64_t elements, std::int64_t rows, const group_desc& g, int ranks) {
+// `strided`: the piece is a range along an axis >= 1 that is not the whole axis, so not one run
+// of the tensor's memory; the executor packs it flat (no rows x cols matrix), and a
+// shape-dependent compressor (tensor_wire_bytes: PowerSGD) prices it as a 1-D tensor.
+[[nodiscard]] inline codec_cost extension_cost(const tensor& t, std::int64_t elements, std::int64_t rows, const group_desc& g, int ranks,
+                                               bool strided = false) {
   const double dense = static_cast<double>(elements) * size_of(t.type);
   double bytes = dense, flops = 0.0;
   for (const auto& x : g.ext.v) {
@@ -95,8 +101,15 @@ struct codec_cost {
   if (is_extension_id(g.compression.id)) {
     const auto* e = registry::find_compression(g.compression.id);
     if (e && (!e->applies || e->applies(t.type))) {
-      bytes = e->tensor_wire_bytes ? e->tensor_wire_bytes(t, elements, ranks, g.compression.params, bytes)
-                                   : e->wire_bytes(elements, t.type, ranks, g.compression.params, bytes);
+      if (e->tensor_wire_bytes && strided) {
+        tensor flat;
+        flat.type = t.type;
+        flat.shape = {elements};
+        bytes = e->tensor_wire_bytes(flat, elements, ranks, g.compression.params, bytes);
+      } else {
+        bytes = e->tensor_wire_bytes ? e->tensor_wire_bytes(t, elements, ranks, g.compression.params, bytes)
+                                     : e->wire_bytes(elements, t.type, ranks, g.compression.params, bytes);
+      }
       if (e->flops_per_element) flops += e->flops_per_element(g.compression.params) * static_cast<double>(elements);
     }
   } else if (const auto info = find_compression(g.compression.id)) {  // a built-in compressor after the extension stages
@@ -155,7 +168,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     std::int64_t wire = 0;
     double codec_flops = 0.0;
     if (ext) {
-      const auto c = extension_cost(t, elements, rows, g, ranks);
+      const auto c = extension_cost(t, elements, rows, g, ranks, ax != 0 && pe - pb != t.shape[static_cast<std::size_t>(ax)]);
       wire = c.wire_bytes;
       codec_flops = c.flops;
     } else {
@@ -180,6 +193,9 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
     case partitioner_kind::none: push(axis, b, e); break;
     case partitioner_kind::even: {
       const std::int32_t ax = g.partitioner.axis;
+      if (ax < 0 || static_cast<std::size_t>(ax) >= t.shape.size())  // (validate() refuses it first; expand alone must not read past the shape)
+        throw error("partitioner.axis", "axis " + std::to_string(ax) + " of tensor '" + t.name + "', which has " +
+                                            std::to_string(t.shape.size()) + " axes");
       // A whole tensor (axis is its own) is cut along the partitioner's axis.
       const std::int64_t pb = (ax == axis) ? b : 0;
       const std::int64_t pe = (ax == axis) ? e : t.shape[static_cast<std::size_t>(ax)];

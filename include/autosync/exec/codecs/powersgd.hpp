@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -166,9 +167,21 @@ inline void compute_q(state& st, std::span<float> p, std::span<float> q) {
 
 // Step 3, after the all-reduce of Q: out = P Q^T (the sum over the `ranks` ranks), the error
 // E = M - out / ranks stays in the state, and Q is kept for the next step's warm start.
+//
+// A NaN or infinity in any rank's M reaches every rank's all-reduced Q (through P, or as 0 x inf
+// in M^T P), the same bits on every rank. That step's sum is then undefined: out is NaN, and the
+// state starts afresh (E = 0, Q drawn again), on every rank alike. Kept, the non-finite values
+// stayed in E and the warm start, and every later step was NaN or 0.
 inline void decompress(state& st, std::span<const float> p, std::span<const float> q, int ranks, std::span<float> out,
                        const options& o) {
   const std::size_t rows = st.rows, cols = st.cols;
+  const auto qn = static_cast<std::ptrdiff_t>(cols * static_cast<std::size_t>(st.r));
+  if (!std::all_of(q.begin(), q.begin() + qn, [](float v) { return std::isfinite(v); })) {
+    std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(rows * cols), std::numeric_limits<float>::quiet_NaN());
+    std::fill(st.m.begin(), st.m.end(), 0.0f);
+    st.started = false;
+    return;
+  }
   const float share = 1.0f / static_cast<float>(std::max(ranks, 1));
   for (std::size_t i = 0; i < rows; ++i) {
     float* oi = out.data() + i * cols;

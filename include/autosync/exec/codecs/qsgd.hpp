@@ -17,6 +17,10 @@
 //   v'_i = ||v|| sgn(v_i) l_sent                              E[v'_i] = v_i   (unbiased)
 //   Var[v'_i] = ||v||^2 (l_j+1 - u_i)(u_i - l_j)
 //
+// A NaN or infinity in a bucket makes its norm NaN or infinite, so every element of that bucket
+// (up to the bucket size, 8,192 by default) decodes as NaN on every rank: the step's sum there is
+// undefined, as an uncompressed sum with that value would be at its own element.
+//
 // The random numbers come from exec/codecs/random.hpp with the caller's stream (each rank its
 // own: the rounding errors of the ranks are independent), so an encoding is reproducible.
 // Quantized payloads are not summable in the network: exec/ sends them by all-gather (every

@@ -11,7 +11,7 @@
 //   fused element i of a bucket ──locate(segments, i)──> (segment s, k = i - s.fused)
 //   tensor element = s.offset + (k / s.block) * s.stride + k % s.block
 //
-//   encode (one element, error feedback):  v = x + r;  w = narrow(v * scale, saturate);
+//   encode (one element, error feedback):  v = x + r;  w = narrow(clamp(v * scale, +-max x scale));
 //                                          r = finite(v) ? v - widen(w) / scale : 0
 //   decode:                                 x' = (T)((double)widen(w) * (factor / scale))
 //   average (uncompressed):                 f32: (float)(x * factor); f64: x * factor;
@@ -191,7 +191,11 @@ AUTOSYNC_HD bool finite(double v) { return ((bits_of(v) >> 52) & 0x7ffu) != 0x7f
 // scale bit for bit (one correctly rounded product of the same real number) without a division.
 AUTOSYNC_HD std::uint16_t encode_one(double x, double* residual, wire16 w, double scale, double inv_scale) {
   const double v = residual ? x + *residual : x;
-  const std::uint16_t h = narrow(v * scale, w, true);
+  // saturate at the wire's largest finite value x scale (exec::encode: each rank's share of the range)
+  const double lim = (w == wire16::f16 ? 65504.0 : 0x1.fep127) * scale;
+  double vs = v * scale;
+  if (finite(vs)) vs = vs > lim ? lim : (vs < -lim ? -lim : vs);
+  const std::uint16_t h = narrow(vs, w, true);
   if (residual) {
     const double back = static_cast<double>(widen(h, w)) * inv_scale;
     *residual = finite(v) ? v - back : 0.0;
