@@ -255,11 +255,12 @@ int run_learn(const learn_opts& o) {
   if (!o.collectives.empty()) return learn_collectives(o);
   if (o.records.empty()) throw error("--records", "give at least one records file (or --collectives MANIFEST)");
   if (!(o.holdout >= 0.0 && o.holdout < 1.0)) throw error("--holdout", "must be in [0, 1)");
-  const auto recs = learn::read_record_files(o.records, [](const learn::skipped_line& s) {
-    std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n";
-  });
+  std::vector<learn::record_origin> origins;  // each record's file and line, for the errors of make_samples
+  const auto recs = learn::read_record_files(
+      o.records, [](const learn::skipped_line& s) { std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n"; },
+      &origins);
   std::size_t other_packing = 0;
-  const auto samples = learn::make_samples(recs, &other_packing);
+  const auto samples = learn::make_samples(recs, &other_packing, origins);
   if (other_packing > 0)
     std::cout << "autosync learn: left out " << other_packing << " record(s) run with `--pack always|never` (settings.pack): "
               << "the correction serves the default executor\n";

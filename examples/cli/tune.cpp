@@ -51,10 +51,10 @@ std::string msec(double s) {
   return buf;
 }
 
-std::vector<learn::trial_record> read_all(const std::vector<std::string>& files) {
-  return learn::read_record_files(files, [](const learn::skipped_line& s) {
-    std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n";
-  });
+std::vector<learn::trial_record> read_all(const std::vector<std::string>& files, std::vector<learn::record_origin>* origins = nullptr) {
+  return learn::read_record_files(
+      files, [](const learn::skipped_line& s) { std::cerr << "autosync: warning: skipped a truncated last line: " << s.message << "\n"; },
+      origins);
 }
 
 // This program's path, for the runners that start `autosync run`.
@@ -141,12 +141,13 @@ int run_tune(const tune_opts& o, const char* argv0) {
   if (!o.source.empty()) {
     const auto g = t.group();
     std::vector<learn::trial_record> recs;
+    std::vector<learn::record_origin> origins;
     try {
-      recs = read_all(o.source);
+      recs = read_all(o.source, &origins);
     } catch (const error& e) {
       throw error("--source", e.what());
     }
-    for (const auto& s : learn::make_samples(recs))
+    for (const auto& s : learn::make_samples(recs, nullptr, origins))
       if (s.group != g) source.push_back(s);
     std::cout << "transfer: " << source.size() << " source record(s) join every fit\n";
   }

@@ -322,6 +322,12 @@ TEST_CASE("dataset: records of runs that overrode the packing are left out and c
   CHECK(learn::default_executor(recs[0]));
   CHECK_FALSE(learn::default_executor(recs[1]));
   CHECK(learn::make_samples(recs).size() == 2);  // without a counter: the same rows
+  // a record that makes no row is named by where it was read, when that is known
+  for (auto& it : recs[2].iterations) it = learn::iteration_sample::from_ranks({0, 0}, {0, 0}, {0, 0});
+  const std::vector<learn::record_origin> origins{{"a.jsonl", 1}, {"a.jsonl", 2}, {"b.jsonl", 7}, {"b.jsonl", 9}};
+  CHECK_THROWS_WITH_AS((void)learn::make_samples(recs, nullptr, origins),
+                       doctest::Contains("b.jsonl:7: 'iterations': the measured iterations of strategy"), error);
+  CHECK_THROWS_WITH_AS((void)learn::make_samples(recs), doctest::Contains("'records[2]'"), error);
 }
 
 TEST_CASE("metrics: pairwise accuracy and Spearman by hand") {

@@ -211,6 +211,7 @@ TEST_CASE("append_record appends whole lines; read_records reads them back in or
   }
   const auto skipped = read_records(f.path, read_options{true});
   CHECK(skipped.records.size() == 3);
+  CHECK(skipped.lines == std::vector<int>{1, 2, 3});  // where each record was read
   REQUIRE(skipped.skipped.size() == 1);
   CHECK(skipped.skipped[0].line == 4);
   CHECK(skipped.skipped[0].message.find("syntax error") != std::string::npos);

@@ -234,8 +234,17 @@ tune_result autotune(const tune_target& t, R& runner, const std::filesystem::pat
   // 1. resume
   if (std::filesystem::exists(records)) {
     const auto rr = read_records(records, read_options{.skip_truncated_tail = true});
-    for (const auto& r : rr.records)
-      if (group_of(r) == group && default_executor(r)) note(r, 0.0, true);  // not runs with `--pack always|never`
+    for (std::size_t i = 0; i < rr.records.size(); ++i) {
+      const auto& r = rr.records[i];
+      if (group_of(r) != group || !default_executor(r)) continue;  // not runs with `--pack always|never`
+      try {
+        note(r, 0.0, true);
+      } catch (const file_error&) {
+        throw;
+      } catch (const error& e) {  // a record that makes no training row: where it is
+        throw file_error(records.string(), rr.lines[i], 1, e.field(), e.message());
+      }
+    }
   }
   report("resume");
   // the loop runs a strategy once; a strategy the records hold twice was confirmed

@@ -167,9 +167,17 @@ struct sample {
 // Whether a record ran the default executor (settings.pack automatic): the rows the correction learns from.
 [[nodiscard]] inline bool default_executor(const trial_record& r) noexcept { return r.settings.pack == exec::packing::automatic; }
 
+// Where a record was read: its file and 1-based line (read_record_files).
+struct record_origin {
+  std::string file;
+  int line = 0;
+};
+
 // Every record's row, but those of runs with another packing (default_executor; their number
-// into *left_out when given); an error names the record (0-based) that failed.
-[[nodiscard]] inline std::vector<sample> make_samples(std::span<const trial_record> records, std::size_t* left_out = nullptr) {
+// into *left_out when given); an error names the record that failed: its file and line when
+// `origins` holds one per record, else its index (0-based).
+[[nodiscard]] inline std::vector<sample> make_samples(std::span<const trial_record> records, std::size_t* left_out = nullptr,
+                                                      std::span<const record_origin> origins = {}) {
   std::vector<sample> out;
   out.reserve(records.size());
   if (left_out) *left_out = 0;
@@ -181,6 +189,7 @@ struct sample {
     try {
       out.push_back(make_sample(records[i]));
     } catch (const error& e) {
+      if (i < origins.size()) throw file_error(origins[i].file, origins[i].line, 1, e.field(), e.message());
       throw error("records[" + std::to_string(i) + "]", e.what());
     }
   }
@@ -189,13 +198,16 @@ struct sample {
 
 // Every record of several records files, in order. A last line cut off by a crash is skipped
 // (read_options::skip_truncated_tail) and reported through `on_skipped`; any other bad line
-// throws, naming the file and line.
+// throws, naming the file and line. `origins` (optional) receives each record's file and line.
 template <class OnSkipped>
-[[nodiscard]] std::vector<trial_record> read_record_files(std::span<const std::string> files, OnSkipped&& on_skipped) {
+[[nodiscard]] std::vector<trial_record> read_record_files(std::span<const std::string> files, OnSkipped&& on_skipped,
+                                                          std::vector<record_origin>* origins = nullptr) {
   std::vector<trial_record> out;
   for (const auto& f : files) {
     auto r = read_records(f, read_options{.skip_truncated_tail = true});
     for (const auto& s : r.skipped) on_skipped(s);
+    if (origins)
+      for (const int line : r.lines) origins->push_back(record_origin{f, line});
     for (auto& x : r.records) out.push_back(std::move(x));
   }
   return out;

@@ -437,6 +437,7 @@ struct skipped_line {
 struct read_result {
   std::vector<trial_record> records;
   std::vector<skipped_line> skipped;
+  std::vector<int> lines;  // the 1-based line of each record (records[i] at lines[i])
 };
 
 // Every record of a JSON Lines text. Throws file_error at the first bad line (see the header
@@ -455,6 +456,7 @@ struct read_result {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (complete) {
       out.records.push_back(parse_record(line, file, line_no));
+      out.lines.push_back(line_no);
       continue;
     }
     // the last line has no newline: a crash mid-append when it does not parse
@@ -466,6 +468,7 @@ struct read_result {
     }
     if (parses) {
       out.records.push_back(parse_record(line, file, line_no));
+      out.lines.push_back(line_no);
       continue;
     }
     std::string why;
