@@ -13,14 +13,15 @@ namespace gbt = autosync::gbt;
 
 namespace {
 
-gbt::forest small() {
+// One split of feature 1 at `threshold`.
+gbt::forest small(float threshold = 0.1f) {
   gbt::forest_spec spec;
   spec.num_features = 2;
   gbt::tree_nodes t;
   t.left = {1, -1, -1};
   t.right = {2, -1, -1};
   t.feature = {1, 0, 0};
-  t.threshold = {0.1f, 0, 0};
+  t.threshold = {threshold, 0, 0};
   t.flags = {gbt::node_flag::default_left, 0, 0};
   t.value = {0, 0.1, -2.5};
   spec.trees = {t};
@@ -55,17 +56,7 @@ TEST_CASE("gbt emit_header: the written text") {
 
 TEST_CASE("gbt emit_header: an infinite threshold is written through numeric_limits, and <limits> included") {
   // (a LightGBM threshold beyond float's range loads as +inf: every finite value goes left)
-  gbt::forest_spec spec;
-  spec.num_features = 1;
-  gbt::tree_nodes t;
-  t.left = {1, -1, -1};
-  t.right = {2, -1, -1};
-  t.feature = {0, 0, 0};
-  t.threshold = {std::numeric_limits<float>::infinity(), 0, 0};
-  t.flags = {0, 0, 0};
-  t.value = {0, 1.0, 2.0};
-  spec.trees = {t};
-  const std::string h = gbt::emit_header(gbt::forest(spec), "inf_model");
+  const std::string h = gbt::emit_header(small(std::numeric_limits<float>::infinity()), "inf_model");
   CHECK(h.find("#include <autosync/gbt/static_forest.hpp>\n\n#include <limits>\n") != std::string::npos);
   CHECK(h.find(".threshold = {\n        std::numeric_limits<float>::infinity()},") != std::string::npos);
   CHECK(h.find("inff") == std::string::npos);
