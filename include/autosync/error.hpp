@@ -4,6 +4,7 @@
 // "groups[3].topology" or "tensors[12].shape[1]") so a user can find it in their file.
 #pragma once
 
+#include <charconv>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,5 +26,13 @@ class error : public std::runtime_error {
  private:
   std::string field_, message_;
 };
+
+// The shortest text that reads back as v (1e-09, 0.5, 4096), where std::to_string's six
+// decimals print 1e-9 as 0.000000.
+[[nodiscard]] inline std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
 
 }  // namespace autosync

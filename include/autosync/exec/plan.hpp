@@ -210,6 +210,11 @@ namespace detail {
     const auto& b = fused[fb];
     const auto& g = s.groups[b.group];
     const std::size_t first = p.buckets.size();
+    // A codec priced by each piece's shape (registry tensor_wire_bytes: PowerSGD's matrices)
+    // compresses each item as the cost model prices it: adjacent rows of a tensor stay pieces
+    // of their own (merged, two shards were one matrix, priced as two: up to 32x apart).
+    const auto* ce = is_extension_id(g.compression.id) ? registry::find_compression(g.compression.id) : nullptr;
+    const bool shape_priced = ce != nullptr && static_cast<bool>(ce->tensor_wire_bytes);
     for (auto ii : b.items) {
       const auto& it = items[ii];
       if (covered[ii]++) throw error("plan", "internal: item " + std::to_string(ii) + " in two fusion buckets");
@@ -253,11 +258,7 @@ namespace detail {
       auto seg = detail::segment_of(t, it);
       seg.fused = out.elements;
       auto& segs = out.segments;
-      // A codec priced by each piece's shape (registry tensor_wire_bytes: PowerSGD's matrices)
-      // compresses each item as the cost model prices it: adjacent rows of a tensor stay pieces
-      // of their own (merged, two shards were one matrix, priced as two: up to 32x apart).
-      const auto* ce = out.hooked && is_extension_id(out.compression.id) ? registry::find_compression(out.compression.id) : nullptr;
-      const bool by_shape = ce != nullptr && static_cast<bool>(ce->tensor_wire_bytes);
+      const bool by_shape = out.hooked && shape_priced;  // out.compression is g.compression
       if (!by_shape && !segs.empty() && segs.back().tensor == seg.tensor && segs.back().contiguous() && seg.contiguous() &&
           segs.back().offset + segs.back().block == seg.offset) {
         segs.back().block += seg.block;  // the next rows of the same tensor: one piece

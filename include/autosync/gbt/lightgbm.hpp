@@ -36,13 +36,10 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 namespace autosync::gbt {
@@ -315,13 +312,7 @@ inline forest parse_lightgbm_text(std::string_view text, std::string_view source
 }
 
 inline forest load_lightgbm_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw model_error(path.string(), 0, "", "is a directory, not a model file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw model_error(path.string(), 0, "", "cannot open the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_lightgbm_text(ss.str(), path.string());
+  return parse_lightgbm_text(read_model_file(path), path.string());
 }
 
 }  // namespace autosync::gbt

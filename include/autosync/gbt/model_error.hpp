@@ -1,5 +1,5 @@
 // autosync/gbt/model_error.hpp — the error the model loaders throw: it names the source (file
-// name), the line when the format has lines, and the field.
+// name), the line when the format has lines, and the field. read_model_file: a model file's text.
 //
 //   what(): "model.json: 'learner.gradient_booster.model.trees[3].left_children[5]': out of range"
 //           "model.txt:42: 'Tree=3.threshold[1]': is NaN"
@@ -8,8 +8,12 @@
 #include <autosync/error.hpp>
 
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace autosync::gbt {
@@ -30,5 +34,17 @@ class model_error : public error {
   std::size_t line_ = 0;
   std::string text_;
 };
+
+// The whole text of a model file. Throws model_error (the path as source) when the path is a
+// directory or cannot be opened.
+[[nodiscard]] inline std::string read_model_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw model_error(path.string(), 0, "", "is a directory, not a model file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw model_error(path.string(), 0, "", "cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 }  // namespace autosync::gbt

@@ -32,7 +32,6 @@
 #include <autosync/model.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -131,13 +130,9 @@ struct sample {
 // the scales as the shortest text that reads back as the same double (%g's six digits filed
 // scales 0.07337 and 0.073370004 together).
 [[nodiscard]] inline std::string group_of(const trial_record& r) {
-  auto num = [](double v) {
-    char buf[32];
-    const auto e = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, e.ptr);
-  };
-  return (r.model.zoo.empty() ? r.model.spec.name : r.model.zoo) + "@" + r.cluster.name + "|x" + num(r.model.scale) + "|" +
-         std::to_string(r.environment.ranks) + "r/" + std::to_string(r.ranks_per_node) + "|cs" + num(r.settings.compute_scale);
+  return (r.model.zoo.empty() ? r.model.spec.name : r.model.zoo) + "@" + r.cluster.name + "|x" + number_text(r.model.scale) + "|" +
+         std::to_string(r.environment.ranks) + "r/" + std::to_string(r.ranks_per_node) + "|cs" +
+         number_text(r.settings.compute_scale);
 }
 
 // What the strategy does, without its name or what it was made for.

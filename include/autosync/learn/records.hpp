@@ -65,7 +65,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -166,11 +165,8 @@ using jio::nested;
 // median of two times near DBL_MAX overflowed, and 1e-320 s made a training target of -734.
 inline void check_time(double v, const std::string& f) {
   if (!std::isfinite(v) || v < 0.0) throw error(f, "must be a finite number of seconds >= 0");
-  if (v != 0.0 && !(v >= 1e-12 && v < 1e6)) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    throw error(f, "must be 0 or seconds in [1e-12, 1e6), got " + std::string(buf, r.ptr));
-  }
+  if (v != 0.0 && !(v >= 1e-12 && v < 1e6))
+    throw error(f, "must be 0 or seconds in [1e-12, 1e6), got " + number_text(v));
 }
 
 }  // namespace detail

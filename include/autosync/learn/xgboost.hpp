@@ -19,7 +19,6 @@
 #include <autosync/error.hpp>
 #include <autosync/gbt/evidence_box.hpp>
 
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
@@ -52,13 +51,6 @@ struct xgb_params {
 namespace detail {
 inline void xgb_check(int rc, const char* what) {
   if (rc != 0) throw error(std::string("xgboost: ") + what + ": " + XGBGetLastError());
-}
-// A parameter's value as text that reads back as the same double (std::to_string keeps six
-// decimals: an eta of 1e-9 went to XGBoost as "0.000000", every leaf 0)
-inline std::string param_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
 }
 }  // namespace detail
 
@@ -101,10 +93,11 @@ class xgb_booster {
     set("verbosity", "0");
     set("base_score", "0");
     set("max_depth", std::to_string(p.max_depth));
-    set("eta", detail::param_text(p.eta));
-    set("lambda", detail::param_text(p.lambda));
-    set("min_child_weight", detail::param_text(p.min_child_weight));
-    set("subsample", detail::param_text(p.subsample));
+    // shortest round-trip text: std::to_string sent an eta of 1e-9 as "0.000000", every leaf 0
+    set("eta", number_text(p.eta));
+    set("lambda", number_text(p.lambda));
+    set("min_child_weight", number_text(p.min_child_weight));
+    set("subsample", number_text(p.subsample));
     set("seed", std::to_string(p.seed));
     for (int i = 0; i < p.rounds; ++i) detail::xgb_check(XGBoosterUpdateOneIter(b.h_, i, d), "XGBoosterUpdateOneIter");
     b.nf_ = n_features;

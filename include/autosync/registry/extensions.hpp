@@ -35,7 +35,6 @@
 #include <autosync/registry/values.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -351,13 +350,7 @@ struct registrar {
   return ext_value{stable_id(s.name), stable_id(k.name), p};
 }
 
-// The shortest text that reads back as v (1e-09, 0.5, 4096): a parameter and its range in an
-// error, where std::to_string's six decimals print 1e-9 as 0.000000.
-[[nodiscard]] inline std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
+using autosync::number_text;
 
 // "" when p fits the specs, else "<param>: <why>".
 [[nodiscard]] inline std::string param_problem(const std::vector<param_spec>& specs, const param_list& p) {

@@ -303,11 +303,10 @@ inline std::optional<violation> lossy_opt_in(const context& cx, const strategy_d
 inline std::optional<violation> exchange_in_collective(const context&, const strategy_desc& s) {
   for (std::size_t g = 0; g < s.groups.size(); ++g) {
     const auto& gr = s.groups[g];
-    if (is_collective(gr.architecture)) continue;
-    if (const auto* e = registry::exchange_owner(gr.compression.id))
-      return violation{"exchange_in_collective", detail::group_field(g, ".compression"),
-                       "compressor '" + e->name + "' replaces the collective: it needs an all_reduce or sharded group, not " +
-                           std::string(name_of(gr.architecture))};
+    if (exchange_breach(gr) != "compression") continue;
+    return violation{"exchange_in_collective", detail::group_field(g, ".compression"),
+                     "compressor '" + registry::exchange_owner(gr.compression.id)->name +
+                         "' replaces the collective: it needs an all_reduce or sharded group, not " + std::string(name_of(gr.architecture))};
   }
   return std::nullopt;
 }

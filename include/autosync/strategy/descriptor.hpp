@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -123,6 +124,18 @@ inline constexpr std::int64_t max_strategy_items = std::int64_t{1} << 20;
   return s;
 }
 
+// A compressor that owns its exchange (registry::exchange_owner) runs it among all ranks in
+// place of the collective: the cost model prices it as a flat ring all-reduce of its bytes,
+// which is what runs. A parameter server, an all-gather or a topology would be priced and never
+// run. The field of g that breaks this ("compression": not all_reduce or sharded, "topology":
+// not the ring), or "" when g keeps to it.
+[[nodiscard]] inline std::string_view exchange_breach(const group_desc& g) noexcept {
+  if (!registry::exchange_owner(g.compression.id)) return {};
+  if (!rules::is_collective_architecture(g.architecture)) return "compression";
+  if (!(g.topology == topology_value{})) return "topology";
+  return {};
+}
+
 inline void validate_group(const group_desc& g, const std::string& f) {
   for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {
     slot_traits<Slot>::validate(slot_traits<Slot>::field(g), f + "." + std::string(Slot::name));
@@ -144,15 +157,12 @@ inline void validate_group(const group_desc& g, const std::string& f) {
     if (se->check)
       if (auto why = se->check(g, x); !why.empty()) throw error(f + "." + se->name, why);
   }
-  // A compressor that owns its exchange runs it among all ranks in place of the collective: the
-  // cost model prices it as a flat ring all-reduce of its bytes, which is what runs. A parameter
-  // server, an all-gather or a topology would be priced and never run.
-  if (const auto* e = registry::exchange_owner(g.compression.id)) {
-    if (g.architecture != architecture_kind::all_reduce && g.architecture != architecture_kind::sharded)
-      throw error(f + ".compression", "compressor '" + e->name + "' replaces the collective with its own exchange among all ranks: it needs an all_reduce or sharded group, not " +
-                                          std::string(name_of(g.architecture)));
-    if (!(g.topology == topology_value{}))
-      throw error(f + ".topology", "compressor '" + e->name + "' replaces the collective with its own exchange among all ranks: the topology is not used (leave it ring)");
+  if (const auto breach = exchange_breach(g); !breach.empty()) {
+    const std::string head = "compressor '" + registry::exchange_owner(g.compression.id)->name +
+                             "' replaces the collective with its own exchange among all ranks: ";
+    throw error(f + "." + std::string(breach),
+                head + (breach == "compression" ? "it needs an all_reduce or sharded group, not " + std::string(name_of(g.architecture))
+                                                : std::string("the topology is not used (leave it ring)")));
   }
 }
 
