@@ -260,6 +260,46 @@ TEST_CASE("compressors: PowerSGD compresses each row shard of a fused bucket as 
   CHECK(sent == priced);
 }
 
+TEST_CASE("compressors: a fused bucket is priced as the executor compresses it, all its elements packed") {
+  // five small tensors in one bucket: per tensor, top-k keeps ceil(0.01 n) >= 1 of each (5 pairs
+  // where the bucket's 1,147 elements keep 12), int8 pays a scale header per tensor
+  const auto c = testing::one_node();
+  const int p = c.world_size();
+  const auto m = testing::tiny_model({10, 30, 100, 7, 1000});
+  for (const char* name : {"topk", "randomk", "int8", "qsgd", "accordion_topk"}) {
+    CAPTURE(name);
+    const auto* e = registry::find_compression(name);
+    REQUIRE(e != nullptr);
+    group_desc g;
+    g.compression = compression_value{stable_id(name), registry::defaults(e->params)};
+    g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+    const auto s = uniform_strategy(m, g);
+    const auto plan = exec::compile_plan(m, c, s, {p, p});
+    REQUIRE(plan.buckets.size() == 1);
+    const auto n = plan.buckets[0].elements;
+    CHECK(n == 1147);
+    const auto sent = static_cast<std::int64_t>(e->wire_bytes(n, dtype::f32, p, g.compression.params, 4.0 * static_cast<double>(n)) + 0.5);
+    const auto est = cost::estimate(m, c, s, cost::options{true});
+    std::int64_t moved = 0;
+    for (const auto& ev : est.events)
+      if (ev.kind == cost::event_collective) moved += ev.bytes;
+    CHECK(moved == sent);
+    const auto bks = cost::buckets(m, c, s);
+    REQUIRE(bks.size() == 1);
+    CHECK(bks[0].wire_bytes == sent);
+    std::int64_t items = 0;
+    for (const auto& it : expand(m, c, s)) items += it.wire_bytes;
+    if (std::string_view(name) == "topk") CHECK(items == p * 8 * (1 + 1 + 1 + 1 + 10) / 2);  // ceil(0.01 n) per tensor
+    if (std::string_view(name) == "topk") CHECK(sent == p * 8 * 12 / 2);
+    // unfused, each tensor is a bucket of its own: the items' prices
+    g.fusion = fusion_value{};
+    std::int64_t alone = 0;
+    for (const auto& ev : cost::estimate(m, c, uniform_strategy(m, g), cost::options{true}).events)
+      if (ev.kind == cost::event_collective) alone += ev.bytes;
+    CHECK(alone == items);
+  }
+}
+
 TEST_CASE("compressors: one that owns its exchange needs an all_reduce or sharded group with the ring") {
   const auto c = testing::one_node();
   const auto m = testing::tiny_model({1000});

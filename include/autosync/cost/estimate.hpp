@@ -30,7 +30,10 @@
 //    cap; an item larger than the cap travels alone; cap 0 = one item per bucket. A bucket is
 //    ready when its last item is. Buckets are numbered in ready order (ties: creation order).
 //    (strategy/fusion.hpp: the rule, and fuse_buckets(), which the plan compiler uses.)
-// 4. Cost of a bucket of S wire bytes (cost/fabric.hpp maps the topology onto the cluster):
+// 4. Cost of a bucket of S wire bytes (cost/fabric.hpp maps the topology onto the cluster).
+//    S is the sum of its items' wire bytes, except in an all_reduce or sharded group whose
+//    registered compressor or extension slots run on the packed bucket (priced_per_bucket):
+//    there S prices each dtype's piece of the bucket whole, as the executor encodes it.
 //      all_reduce        all_reduce(fabric, topology, S)
 //      sharded           reduce_scatter(S) then all_gather(S) as two events on lane 0. ZeRO
 //                        may defer the all-gather into the next forward; it is kept on the

@@ -126,6 +126,7 @@ struct workspace {
     topology_value topology{};
     fusion_value fusion{};
     bool priority = false, local = false;
+    bool per_bucket = false;  // priced_per_bucket (strategy/items.hpp): a fused bucket's wire is its pieces'
     double comp_flops_per_element = 0.0, comp_wire_per_element = 0.0;
   };
   std::vector<group_info> groups;

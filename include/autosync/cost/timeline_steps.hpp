@@ -26,6 +26,7 @@
 #include <autosync/strategy/items.hpp>  // AUTOSYNC_ALWAYS_INLINE
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,7 @@ constexpr void prepare(const model_spec& m, const context& x, const strategy_des
     gi_.fusion = g.fusion;
     gi_.priority = g.schedule == schedule_kind::priority;
     gi_.local = g.replication == replication_kind::local;
+    gi_.per_bucket = !std::is_constant_evaluated() && priced_per_bucket(g);
     const auto c = find_compression(g.compression.id);  // built-ins; registered codecs cost per item
     gi_.comp_flops_per_element = c ? c->flops_per_element : 0.0;
     gi_.comp_wire_per_element = c ? c->wire_bytes_per_element : 0.0;
@@ -329,6 +331,26 @@ constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws
   tl.last_pos = T == 0 ? 0 : T - 1;
 }
 
+// Group gi's open bucket when its codecs run once per bucket piece (priced_per_bucket): its
+// wire is that of its pieces, one per dtype (piece_wire_bytes), not the sum of its items';
+// a sparse item keeps its own. A bucket of one item costs what the item does.
+inline void price_pieces(const model_spec& m, const context& x, workspace& ws, const group_desc& g, std::uint32_t gi) {
+  auto& ob = ws.open[gi];
+  if (ob.n < 2) return;
+  std::array<std::int64_t, std::size(all_dtypes)> elements{};
+  std::int64_t wire = 0;
+  for (std::uint32_t i = ob.head, k = 0; k < ob.n; ++k, i = ws.next[i]) {
+    const auto& it = ws.items[i];
+    if (it.sparse)
+      wire += it.wire_bytes;
+    else
+      elements[static_cast<std::size_t>(m.tensors[it.tensor].type)] += it.elements;
+  }
+  for (std::size_t d = 0; d < elements.size(); ++d)
+    if (elements[d] > 0) wire += piece_wire_bytes(static_cast<dtype>(d), elements[d], g, x.fab.p);
+  ob.wire = wire;
+}
+
 // Step 3: the items in ready order, packed per group into buckets by the fusion rule
 // (strategy/fusion.hpp, fusion_closes; fuse_buckets() gives the same buckets); every closed
 // bucket becomes its jobs (step 4).
@@ -347,7 +369,10 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       const auto gi = it.group;
       const auto& g = ws.groups[gi];
       const auto ib = static_cast<std::uint64_t>(it.bytes);
-      if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) close_bucket(x, ws, gi, tl);
+      if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) {
+        if (g.per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
+        close_bucket(x, ws, gi, tl);
+      }
       auto& o = ws.open[gi];
       if (o.n == 0) {
         o.head = i;
@@ -366,7 +391,10 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       o.comp_flops += it.codec_flops;  // registered codecs and extension slots (strategy/items.hpp)
     }
   }
-  for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) close_bucket(x, ws, gi, tl);
+  for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) {
+    if (ws.groups[gi].per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
+    close_bucket(x, ws, gi, tl);
+  }
 }
 
 // The jobs in ready order into ws.sorted (counting sort by ready position; ties keep creation
@@ -742,6 +770,7 @@ constexpr void collect_buckets(const workspace& ws, std::uint32_t buckets, std::
       b.items.push_back(i);
       b.wire_bytes += ws.items[i].wire_bytes;
     }
+    if (j.lane == 0) b.wire_bytes = j.bytes;  // the collective's (price_pieces: not always its items' sum)
   }
 }
 

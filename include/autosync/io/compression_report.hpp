@@ -44,14 +44,13 @@ struct group_compression {
     const auto* e = is_extension_id(s.groups[g].compression.id) ? registry::find_compression(s.groups[g].compression.id) : nullptr;
     r[g].exchange = std::string(registry::name_of(e ? e->exchange : registry::exchange_kind::all_reduce));
   }
-  for (const auto& it : expand(m, c, s)) {
-    r[it.group].elements += it.elements;
-    wire[it.group] += static_cast<double>(it.wire_bytes);
-  }
+  // the buckets' wire bytes: a fused bucket is priced as a whole where its codecs run on it packed
+  const auto e = cost::evaluate(m, c, s, cost::options{.timeline = true}, true);
+  for (const auto& it : e.ws.items) r[it.group].elements += it.elements;
+  for (const auto& b : e.buckets) wire[b.group] += static_cast<double>(b.wire_bytes);
   for (std::size_t g = 0; g < r.size(); ++g)
     r[g].bits_per_element = r[g].elements > 0 ? 8.0 * wire[g] / static_cast<double>(r[g].elements) : 0.0;
-  const auto p = cost::estimate(m, c, s, cost::options{.timeline = true});
-  for (const auto& ev : p.events)
+  for (const auto& ev : e.p.events)
     if (ev.group < r.size()) r[ev.group].busy += ev.end - ev.start;
   return r;
 }

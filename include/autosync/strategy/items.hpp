@@ -122,6 +122,31 @@ struct codec_cost {
   return {static_cast<std::int64_t>(bytes * frac + touched * 8.0 + 0.5), flops * frac};
 }
 
+// Whether group g's codecs price a fused bucket as a whole: the executor runs a registered
+// compressor and extension-slot codecs once per bucket piece of one dtype (exec/plan.hpp), on
+// its elements packed, so a top-k bucket keeps ceil(density n) of all its n elements and an int8
+// bucket has one header, where the sum of its tensors' prices counts one of each per tensor.
+// True in an all_reduce or sharded group (a parameter-server or all-gather bucket is priced per
+// item), unless the compressor prices each piece by its shape (tensor_wire_bytes: PowerSGD's
+// matrices, which the plan keeps apart).
+[[nodiscard]] inline bool priced_per_bucket(const group_desc& g) {
+  if (g.architecture != architecture_kind::all_reduce && g.architecture != architecture_kind::sharded) return false;
+  if (is_extension_id(g.compression.id)) {
+    const auto* e = registry::find_compression(g.compression.id);
+    return e != nullptr && !e->tensor_wire_bytes;
+  }
+  return !g.ext.empty();
+}
+
+// The bytes one rank sends for a bucket piece of `elements` dense elements of `type` in group g
+// (priced_per_bucket(g)): extension_cost of the piece as one flat tensor.
+[[nodiscard]] inline std::int64_t piece_wire_bytes(dtype type, std::int64_t elements, const group_desc& g, int ranks) {
+  tensor flat;
+  flat.type = type;
+  flat.shape = {elements};
+  return extension_cost(flat, elements, elements, g, ranks).wire_bytes;
+}
+
 namespace detail {
 
 // What a group's codec does to its items' bytes, worked out once per group: `ext`, a registered
