@@ -13,9 +13,12 @@
 #include <autosync/io/compression_report.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/search/constraints.hpp>
+#include <autosync/search/optimizer.hpp>
 #include <autosync/search/space.hpp>
 #include <autosync/strategy/emit.hpp>
 #include <autosync/strategy/items.hpp>
+#include <autosync/zoo/clusters.hpp>
+#include <autosync/zoo/models.hpp>
 
 #include "../common/tiny_specs.hpp"
 
@@ -402,6 +405,35 @@ TEST_CASE("compressors: the search proposes them only with allow_lossy, inside t
   REQUIRE(w.has_value());
   CHECK(w->field == "groups[0].compression");
   CHECK(w->what.find("parameter_server") != std::string::npos);
+}
+
+TEST_CASE("compressors: with lossy compressors allowed, the search costs each on its best uniform collective strategy") {
+  // The walk follows the estimate, which ranks parameter servers first here (their lanes side by
+  // side); the executor runs them far slower. Each allowed compressor is costed on the best
+  // uniform all-reduce, so the pick is at most epsilon above fp16 on the same buckets (it was
+  // 240 ms uncompressed against 140 ms).
+  const auto m = zoo::make_model("resnet50");
+  const auto c = zoo::make_cluster("commodity-10gbe-x8");
+  search::options o;
+  o.allow_lossy = true;
+  REQUIRE(o.lossy.allow("fp16"));
+  const auto r = search::optimize(m, c, o);
+  group_desc g;
+  g.fusion = fusion_value{std::uint64_t{64} << 20, std::uint64_t{64} << 20};
+  const double dense = cost::estimate(m, c, uniform_strategy(m, g)).iteration;
+  g.compression = compression_value{comp::fp16::value, {}};
+  const double fp16 = cost::estimate(m, c, uniform_strategy(m, g)).iteration;
+  CHECK(fp16 < 0.7 * dense);
+  CHECK(r.serial_iteration <= fp16 * (1.0 + o.epsilon));
+  CHECK(std::any_of(r.strategy.groups.begin(), r.strategy.groups.end(), [](const group_desc& x) { return x.compression.id == comp::fp16::value; }));
+  // and registered ones: int8 is cheaper still on these buckets
+  search::options q;
+  q.allow_lossy = true;
+  REQUIRE(q.lossy.allow("int8"));
+  g.compression = named("int8", {1024, 0, 0});
+  const double int8 = cost::estimate(m, c, uniform_strategy(m, g)).iteration;
+  CHECK(int8 < fp16);
+  CHECK(search::optimize(m, c, q).serial_iteration <= int8 * (1.0 + q.epsilon));
 }
 
 TEST_CASE("compressors: optimize's table gives each group its bits per element and its busy time") {
