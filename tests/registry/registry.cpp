@@ -5,6 +5,7 @@
 #include "ext.hpp"
 
 #include <autosync/cost/estimate.hpp>
+#include <autosync/cost/replay.hpp>
 #include <autosync/exec/hash.hpp>
 #include <autosync/io/json.hpp>
 #include <autosync/search/space.hpp>
@@ -151,6 +152,64 @@ TEST_CASE("registry: the cost model takes wire bytes and codec work from the ent
   CHECK(bytes(e1) == 4000);
   CHECK(bytes(e2) == 8000);
   CHECK(e1.communication < e0.communication);
+}
+
+TEST_CASE("registry: a slot's codec and a built-in wire format in one group are refused, by validate and by the search") {
+  // the executor encodes a bucket with registered codecs or with fp16 / bf16, not both (compile_plan)
+  const auto m = testing::tiny_model({1 << 20, 1 << 20});
+  const auto c = testing::one_node();
+  search::space_options o;
+  o.allow_lossy = true;
+  const search::space sp(m, c, o);
+  for (const auto id : {comp::fp16::value, comp::bf16::value}) {
+    group_desc g;
+    g.compression = compression_value{id, {}};
+    const auto both = with_extension(g, ext_value::of("prescale", "by", {2, 0, 0}));
+    CHECK(codec_conflict(both) == "prescale");
+    CHECK_THROWS_WITH_AS(uniform_strategy(m, both).validate(m, c), doctest::Contains("'groups[0].prescale': the slot's codec and compressor"), error);
+    CHECK_FALSE(sp.feasible(sp.uniform(both)));
+    CHECK(sp.feasible(sp.uniform(g)));
+    CHECK(codec_conflict(g).empty());
+    CHECK(codec_conflict(with_extension(g, ext_value::of("prescale", "none"))).empty());  // the default: no slot value, no codec
+  }
+  // a registered compressor with the slot runs both as registered codecs: allowed
+  group_desc r;
+  r.compression = compression_value{stable_id("fixed32"), {1, 0, 0}};
+  r = with_extension(r, ext_value::of("prescale", "by", {2, 0, 0}));
+  CHECK(codec_conflict(r).empty());
+  CHECK_NOTHROW(uniform_strategy(m, r).validate(m, c));
+}
+
+TEST_CASE("registry: a parameter-server bucket with registered codecs replays its transfers one after another, as the executor runs them") {
+  // the executor batches a parameter-server bucket's pieces only without codecs (make_batches: not
+  // hooked); prescale "none" set explicitly (a slot value, where JSON and with_extension drop the
+  // default) runs an identity codec and costs no codec time, so no compression event says so
+  const auto m = testing::tiny_model();
+  const auto c = testing::replicated("2x2", 2, testing::worker(2));
+  group_desc g;
+  g.architecture = architecture_kind::parameter_server;
+  g.placement = placement_value{placement_kind::round_robin, 0};
+  g.fusion = fusion_value{unbounded_bytes, unbounded_bytes};
+  const auto plain = uniform_strategy(m, g);
+  auto with_none = [](group_desc x) {
+    (void)x.ext.set(ext_value::of("prescale", "none"));
+    return x;
+  };
+  const auto hooked = uniform_strategy(m, with_none(g));
+  REQUIRE(cost::runs_registered_codecs(hooked.groups[0]));
+  CHECK_FALSE(cost::runs_registered_codecs(plain.groups[0]));
+  auto replay = [&](const strategy_desc& s) {
+    s.validate(m, c);
+    const auto p = cost::estimate(m, c, s, cost::options{true});
+    for (const auto& e : p.events) CHECK(e.kind != cost::event_compression);
+    return cost::serial_replay(p, cost::buckets(m, c, s), expand(m, c, s), s, cost::make_fabric(c)).iteration;
+  };
+  const double batched = replay(plain), serial = replay(hooked);
+  // two servers, two pieces: side by side against back to back
+  CHECK(serial > batched);
+  auto local = g;
+  local.replication = replication_kind::local;  // never batched either way
+  CHECK(replay(uniform_strategy(m, local)) == replay(uniform_strategy(m, with_none(local))));
 }
 
 int main(int argc, char** argv) {

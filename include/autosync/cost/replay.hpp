@@ -13,8 +13,10 @@
 //             step 8). The executor has one communication thread: the uncompressed pieces of a
 //             parameter-server bucket without local replication run as one batch, their
 //             servers side by side (exec::ps_push_pull_concurrent), as the model's lanes do;
-//             with local replication or compression the pieces run one after another, each a
-//             blocking push and pull through its server rank; and no collective runs meanwhile.
+//             with local replication, compression or registered codecs (an extension slot's or
+//             a registered compressor's, which may cost no codec time) the pieces run one after
+//             another, each a blocking push and pull through its server rank; and no collective
+//             runs meanwhile.
 //
 // `cost::serial_replay` plays the estimate's own events as the executor runs them: each bucket's
 // events (its collective, or its transfers to every server, and its compression work) back to
@@ -50,6 +52,19 @@
 #include <vector>
 
 namespace autosync::cost {
+
+// Whether group g's buckets run registered codecs (an extension slot's or a registered
+// compressor's): the executor never batches such a parameter-server bucket (exec/executor.hpp,
+// a hooked plan bucket). Per group: a codec that applies to some dtypes only counts for all.
+[[nodiscard]] inline bool runs_registered_codecs(const group_desc& g) {
+  for (const auto& x : g.ext.v) {
+    if (x.slot == 0) break;
+    if (const auto* se = registry::find_slot(x.slot); se != nullptr && se->make_codec) return true;
+  }
+  if (!is_extension_id(g.compression.id)) return false;
+  const auto* e = registry::find_compression(g.compression.id);
+  return e != nullptr && (e->make_codec || e->make_exchange);
+}
 
 struct replay_result {
   double iteration = 0.0;          // with one bucket at a time
@@ -95,13 +110,16 @@ struct replay_result {
     ps_any = ps_any || ps;
   }
   // launches: one per bucket, one per piece of a parameter-server bucket that does not batch
+  std::vector<std::uint8_t> hooked(s.groups.size(), 0);
+  for (std::size_t gi = 0; gi < s.groups.size(); ++gi)
+    hooked[gi] = s.groups[gi].architecture == architecture_kind::parameter_server && runs_registered_codecs(s.groups[gi]) ? 1 : 0;
   std::vector<std::uint32_t> launches(bs.size(), 1);
   std::size_t plan_buckets = 0;
   for (std::size_t b = 0; b < bs.size(); ++b) {
     const auto& g = s.groups[bs[b].group];
     plan_buckets += std::max<std::uint32_t>(pieces[b], 1);
     if (g.architecture != architecture_kind::parameter_server) continue;
-    if (g.replication != replication_kind::local && !compressed[b]) {
+    if (g.replication != replication_kind::local && !compressed[b] && !hooked[bs[b].group]) {
       double nic_max = 0.0;
       for (std::size_t k = 0; k < W; ++k) nic_max = std::max(nic_max, nic[b * W + k]);
       busy[b] = std::max(longest[b], 2.0 * nic_max);

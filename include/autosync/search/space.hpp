@@ -563,7 +563,7 @@ class space {
     if (t ? !architecture_allowed(*t, g.architecture) : g.architecture == architecture_kind::all_gather) return false;
     if (!topology_allowed(g.architecture, g.topology, *cluster_)) return false;
     if (!compression_allowed(g.compression, rules_)) return false;
-    if (!exchange_breach(g).empty()) return false;
+    if (!exchange_breach(g).empty() || !codec_conflict(g).empty()) return false;
     if (g.replication == replication_kind::local && !local_replication_allowed(*cluster_)) return false;
     if (g.placement.kind == placement_kind::pinned && (g.placement.server < 0 || g.placement.server >= servers_)) return false;
     if (g.fusion.first_cap_bytes > g.fusion.cap_bytes && g.fusion.cap_bytes != 0) return false;

@@ -136,6 +136,23 @@ inline constexpr std::int64_t max_strategy_items = std::int64_t{1} << 20;
   return {};
 }
 
+// The executor runs a bucket's registered codecs or a built-in compressor's wire format (fp16,
+// bf16), not both (exec/plan.hpp). The name of g's first extension slot whose codec would meet
+// the built-in compressor's wire format on some dtype, or "" when there is none.
+[[nodiscard]] inline std::string_view codec_conflict(const group_desc& g) {
+  if (is_extension_id(g.compression.id)) return {};
+  const auto info = find_compression(g.compression.id);
+  if (!info) return {};
+  for (const auto& x : g.ext.v) {
+    if (x.slot == 0) break;
+    const auto* se = registry::find_slot(x.slot);
+    if (se == nullptr || !se->make_codec) continue;
+    for (const auto t : all_dtypes)
+      if (shrinks(t, info->wire_bytes_per_element) && (!se->applies || se->applies(t))) return se->name;
+  }
+  return {};
+}
+
 inline void validate_group(const group_desc& g, const std::string& f) {
   for_each_core_slot([&]<class Slot>(std::type_identity<Slot>) {
     slot_traits<Slot>::validate(slot_traits<Slot>::field(g), f + "." + std::string(Slot::name));
@@ -157,6 +174,9 @@ inline void validate_group(const group_desc& g, const std::string& f) {
     if (se->check)
       if (auto why = se->check(g, x); !why.empty()) throw error(f + "." + se->name, why);
   }
+  if (const auto slot = codec_conflict(g); !slot.empty())
+    throw error(f + "." + std::string(slot), "the slot's codec and compressor '" + std::string(find_compression(g.compression.id)->name) +
+                                                 "' would both encode the bucket; the executor runs one or the other (set compression to none, or drop the slot)");
   if (const auto breach = exchange_breach(g); !breach.empty()) {
     const std::string head = "compressor '" + registry::exchange_owner(g.compression.id)->name +
                              "' replaces the collective with its own exchange among all ranks: ";
