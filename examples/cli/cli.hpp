@@ -114,7 +114,9 @@ inline std::vector<std::string> split_items(const std::vector<std::string>& give
 
 // --max-compression-ratio and --compressors of `optimize` and `tune`: the budget of lossy
 // compression, given only with --allow-lossy.
-inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, const std::vector<std::string>& given) {
+// (c: the cluster the budget is for; a registered compressor named for an NCCL cluster, whose
+// executor refuses it and whose search never proposes it, is an error.)
+inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, const std::vector<std::string>& given, const cluster_spec& c) {
   const auto compressors = split_items(given, "--compressors");
   if ((max_ratio != 0.0 || !compressors.empty()) && !allow_lossy)
     throw error(compressors.empty() ? "--max-compression-ratio" : "--compressors", "is a budget for lossy compression: give it with --allow-lossy");
@@ -122,10 +124,14 @@ inline search::lossy_budget lossy_budget_of(bool allow_lossy, double max_ratio, 
   if (max_ratio != 0.0 && max_ratio < 1.0) throw error("--max-compression-ratio", "must be >= 1 (0: no limit)");
   search::lossy_budget b;
   b.max_ratio = max_ratio;
-  for (const auto& n : compressors)
+  for (const auto& n : compressors) {
     if (!b.allow(n))
       throw error("--compressors", "'" + n + "' is not a compressor (known: " + all_compression_names() + ")" +
                                        (b.only_count == search::lossy_budget::max_listed ? " or the list is full" : ""));
+    if (c.backend == collective_backend::nccl && registry::find_compression(n) != nullptr)
+      throw error("--compressors", "'" + n + "' runs on host-memory backends (MPI) only: cluster '" + c.name +
+                                       "' is an NCCL cluster, whose executor refuses registered compressors (fp16 and bf16 run there)");
+  }
   return b;
 }
 

@@ -59,7 +59,7 @@ int run_optimize(const optimize_opts& o) {
   opt.seed = o.seed;
   opt.allow_lossy = o.allow_lossy;
   opt.epsilon = o.epsilon;
-  opt.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);
+  opt.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors, c);
   if (o.no_correction && o.force_correction) throw error("--correction", "cannot be given with --no-correction");
   // the embedded correction was trained on the testbed's MPI trial records (tests/data/trials):
   // on an NCCL cluster, whose executor it has never seen, it is opt-in

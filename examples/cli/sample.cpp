@@ -49,7 +49,7 @@ int run_sample(const sample_opts& so) {
   // with --compute-scale X, the model's compute as `autosync run --compute-scale X` simulates it (as `optimize --compute-scale`)
   auto loaded = looks_like_file(so.model) ? io::load_model_file(so.model) : zoo::make_model_scaled(so.model, so.scale);
   const auto m = so.compute_scale_given ? compute_as_run(std::move(loaded), c, so.compute_scale) : std::move(loaded);
-  const auto budget = lossy_budget_of(so.allow_lossy, so.max_ratio, so.compressors);
+  const auto budget = lossy_budget_of(so.allow_lossy, so.max_ratio, so.compressors, c);
   std::error_code ec;
   std::filesystem::create_directories(so.out_dir, ec);
   if (ec) throw error("--out-dir", "cannot create '" + so.out_dir + "': " + ec.message());

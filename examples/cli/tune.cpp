@@ -72,7 +72,7 @@ int tune_with(R& runner, const learn::tune_target& t, const tune_opts& o, const 
   to.proposals = o.proposals;
   to.seed = o.seed;
   to.allow_lossy = o.allow_lossy;
-  to.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);
+  to.lossy = lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors, t.cluster);
   to.confirm = o.confirm;
   to.initial = cost::corrected_evaluator(cost::default_correction{});  // the embedded model until the loop can fit
   to.on_progress = [&](const learn::tune_progress& pg) {
@@ -136,7 +136,7 @@ int run_tune(const tune_opts& o, const char* argv0) {
   if (o.np % t.ranks_per_node != 0) throw error("--ranks-per-node", "must divide --np");
   t.settings = {o.warmup, o.compute_scale, o.seed};
   t.iterations = o.iters;
-  (void)lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors);  // a bad budget fails before anything is printed or run
+  (void)lossy_budget_of(o.allow_lossy, o.max_ratio, o.compressors, t.cluster);  // a bad budget fails before anything is printed or run
   std::vector<learn::sample> source;
   if (!o.source.empty()) {
     const auto g = t.group();

@@ -196,8 +196,8 @@ TEST_CASE("registry: a parameter-server bucket with registered codecs replays it
     return x;
   };
   const auto hooked = uniform_strategy(m, with_none(g));
-  REQUIRE(cost::runs_registered_codecs(hooked.groups[0]));
-  CHECK_FALSE(cost::runs_registered_codecs(plain.groups[0]));
+  REQUIRE(runs_registered_codecs(hooked.groups[0]));
+  CHECK_FALSE(runs_registered_codecs(plain.groups[0]));
   auto replay = [&](const strategy_desc& s) {
     s.validate(m, c);
     const auto p = cost::estimate(m, c, s, cost::options{true});

@@ -53,19 +53,6 @@
 
 namespace autosync::cost {
 
-// Whether group g's buckets run registered codecs (an extension slot's or a registered
-// compressor's): the executor never batches such a parameter-server bucket (exec/executor.hpp,
-// a hooked plan bucket). Per group: a codec that applies to some dtypes only counts for all.
-[[nodiscard]] inline bool runs_registered_codecs(const group_desc& g) {
-  for (const auto& x : g.ext.v) {
-    if (x.slot == 0) break;
-    if (const auto* se = registry::find_slot(x.slot); se != nullptr && se->make_codec) return true;
-  }
-  if (!is_extension_id(g.compression.id)) return false;
-  const auto* e = registry::find_compression(g.compression.id);
-  return e != nullptr && (e->make_codec || e->make_exchange);
-}
-
 struct replay_result {
   double iteration = 0.0;          // with one bucket at a time
   bool parameter_servers = false;  // the strategy has parameter-server transfers (the two may differ)
@@ -112,7 +99,7 @@ struct replay_result {
   // launches: one per bucket, one per piece of a parameter-server bucket that does not batch
   std::vector<std::uint8_t> hooked(s.groups.size(), 0);
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi)
-    hooked[gi] = s.groups[gi].architecture == architecture_kind::parameter_server && runs_registered_codecs(s.groups[gi]) ? 1 : 0;
+    hooked[gi] = s.groups[gi].architecture == architecture_kind::parameter_server && runs_registered_codecs(s.groups[gi]) ? 1 : 0;  // (a hooked plan bucket)
   std::vector<std::uint32_t> launches(bs.size(), 1);
   std::size_t plan_buckets = 0;
   for (std::size_t b = 0; b < bs.size(); ++b) {

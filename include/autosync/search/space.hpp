@@ -94,8 +94,10 @@ class space {
       if (topology_allowed(architecture_kind::sharded, t, c)) topo_sh_.push_back(t);
     }
     for (compression_id i = 0; i < compression_registry.size(); ++i) push_compression(compression_value{i});
-    for (const auto& e : registry::compressions())
-      for (const auto& a : registry::proposed_params(e)) push_compression(compression_value{stable_id(e.name), a});
+    // registered compressors run on host-memory backends only: none proposed on an NCCL cluster
+    if (c.backend != collective_backend::nccl)
+      for (const auto& e : registry::compressions())
+        for (const auto& a : registry::proposed_params(e)) push_compression(compression_value{stable_id(e.name), a});
     aspects_.assign(all_aspects.begin(), all_aspects.end());
     for (std::size_t k = 0; k < registry::slots().size(); ++k) aspects_.push_back(extension_aspect(k));
     placements_ = {placement_value{placement_kind::round_robin, 0}, placement_value{placement_kind::load_balanced, 0},
@@ -564,6 +566,7 @@ class space {
     if (!topology_allowed(g.architecture, g.topology, *cluster_)) return false;
     if (!compression_allowed(g.compression, rules_)) return false;
     if (!exchange_breach(g).empty() || !codec_conflict(g).empty()) return false;
+    if (cluster_->backend == collective_backend::nccl && runs_registered_codecs(g)) return false;  // the NCCL executor refuses them
     if (g.replication == replication_kind::local && !local_replication_allowed(*cluster_)) return false;
     if (g.placement.kind == placement_kind::pinned && (g.placement.server < 0 || g.placement.server >= servers_)) return false;
     if (g.fusion.first_cap_bytes > g.fusion.cap_bytes && g.fusion.cap_bytes != 0) return false;

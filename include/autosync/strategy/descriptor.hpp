@@ -136,6 +136,20 @@ inline constexpr std::int64_t max_strategy_items = std::int64_t{1} << 20;
   return {};
 }
 
+// Whether group g's buckets run registered codecs (an extension slot's or a registered
+// compressor's): host-memory backends only (the NCCL executor refuses them), and a
+// parameter-server bucket with them never batches (exec/executor.hpp: a hooked plan bucket).
+// Per group: a codec that applies to some dtypes only counts for all.
+[[nodiscard]] inline bool runs_registered_codecs(const group_desc& g) {
+  for (const auto& x : g.ext.v) {
+    if (x.slot == 0) break;
+    if (const auto* se = registry::find_slot(x.slot); se != nullptr && se->make_codec) return true;
+  }
+  if (!is_extension_id(g.compression.id)) return false;
+  const auto* e = registry::find_compression(g.compression.id);
+  return e != nullptr && (e->make_codec || e->make_exchange);
+}
+
 // The executor runs a bucket's registered codecs or a built-in compressor's wire format (fp16,
 // bf16), not both (exec/plan.hpp). The name of g's first extension slot whose codec would meet
 // the built-in compressor's wire format on some dtype, or "" when there is none.
