@@ -95,10 +95,10 @@ class searcher {
   }
 
   // A registered compressor or extension slot prices its own bytes (registry wire_bytes, per
-  // bucket: strategy/items.hpp priced_per_bucket); the bound counts none of them, which stays
-  // below the estimate (a top-k or int8 group counted dense put the bound above it, and the
-  // search dropped such candidates unevaluated).
-  [[nodiscard]] static bool priced_by_registry(const group_desc& g) noexcept { return is_extension_id(g.compression.id) || !g.ext.empty(); }
+  // bucket: strategy/items.hpp priced_per_bucket; detail::codec_of says which groups); the bound
+  // counts none of them, which stays below the estimate (a top-k or int8 group counted dense put
+  // the bound above it, and the search dropped such candidates unevaluated).
+  [[nodiscard]] static bool priced_by_registry(const group_desc& g) { return autosync::detail::codec_of(g).ext; }
 
   // forward + max(backward, lane-0 bandwidth bound of the dense collective bytes): <= the
   // estimate's own lower_bound <= its iteration time.
