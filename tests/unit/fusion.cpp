@@ -14,12 +14,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
 using namespace autosync;
+using doctest::Approx;
 
 namespace {
 
@@ -131,6 +133,143 @@ TEST_CASE("fusion: fuse, cost::buckets and the plan's fusion buckets agree on ra
     REQUIRE(sources.size() == f.size());
   }
   CHECK(buckets > 600);
+}
+
+namespace {
+// f16 weights and f32 biases, ready in the order b.bias, b.weight, a.bias, a.weight
+model_spec two_dtypes(dtype bias_type) {
+  model_spec m;
+  m.name = "two-dtypes";
+  auto add = [&](const char* name, std::vector<std::int64_t> shape, dtype type) {
+    tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.type = type;
+    t.backward_flops = 1e9;
+    m.tensors.push_back(std::move(t));
+  };
+  add("a.weight", {1024, 1024}, dtype::f16);
+  add("a.bias", {1024}, bias_type);
+  add("b.weight", {1024, 1024}, dtype::f16);
+  add("b.bias", {1024}, bias_type);
+  m.forward_flops = 2e9;
+  return m;
+}
+// the plan's pieces of fusion bucket `source`: their bytes (uncompressed: elements x dtype size)
+std::vector<double> piece_bytes(const exec::plan& p, std::uint32_t source) {
+  std::vector<double> v;
+  for (const auto& b : p.buckets)
+    if (b.source == source) {
+      std::int64_t n = 0;
+      for (const auto& sg : b.segments) n += sg.elements();
+      v.push_back(static_cast<double>(n * static_cast<std::int64_t>(size_of(b.type))));
+    }
+  return v;
+}
+}  // namespace
+
+// The plan compiler cuts a fusion bucket into one piece per dtype (and server), each its own
+// collective or transfer, run one after another: the cost model prices the pieces, not one
+// collective of the bucket's bytes.
+TEST_CASE("fusion: a bucket of several dtypes costs one collective or transfer per plan piece") {
+  const auto c = zoo::make_cluster("commodity-10gbe-x8");
+  const auto fab = cost::make_fabric(c);
+  const exec::layout lay{c.world_size(), c.nodes.front().devices};
+  cost::options timeline;
+  timeline.timeline = true;
+  group_desc g;
+  g.fusion = fusion_value{64u << 20, 64u << 20};  // one bucket of all four
+  SUBCASE("all-reduce and sharded: the pieces' collectives, summed") {
+    const auto m = two_dtypes(dtype::f32);
+    for (auto arch : {architecture_kind::all_reduce, architecture_kind::sharded}) {
+      g.architecture = arch;
+      const auto s = uniform_strategy(m, g, "one-bucket");
+      const auto p = exec::compile_plan(m, c, s, lay);
+      REQUIRE(p.buckets.size() == 2);  // f32 biases, f16 weights
+      const auto pieces = piece_bytes(p, 0);
+      double want = 0.0;
+      for (double b : pieces)
+        want += arch == architecture_kind::sharded ? cost::reduce_scatter(fab, g.topology, b) + cost::all_gather(fab, g.topology, b)
+                                                   : cost::all_reduce(fab, g.topology, b);
+      const auto e = cost::evaluate(m, c, s, timeline, true);
+      REQUIRE(e.buckets.size() == 1);
+      CHECK(e.buckets[0].wire_bytes == static_cast<std::int64_t>(pieces[0] + pieces[1]));
+      CHECK(e.p.communication == Approx(want).epsilon(1e-12));
+      // one collective of all the bytes, as before, is a latency short
+      const double one = arch == architecture_kind::sharded
+                             ? cost::reduce_scatter(fab, g.topology, pieces[0] + pieces[1]) + cost::all_gather(fab, g.topology, pieces[0] + pieces[1])
+                             : cost::all_reduce(fab, g.topology, pieces[0] + pieces[1]);
+      CHECK(e.p.communication > one * 1.01);
+    }
+  }
+  SUBCASE("one dtype: one collective of the bucket") {
+    const auto m = two_dtypes(dtype::f16);
+    const auto s = uniform_strategy(m, g, "one-bucket");
+    REQUIRE(exec::compile_plan(m, c, s, lay).buckets.size() == 1);
+    const auto e = cost::evaluate(m, c, s);
+    CHECK(e.p.communication == Approx(cost::all_reduce(fab, g.topology, 2.0 * (2 * 1024 * 1024 + 2 * 1024))).epsilon(1e-12));
+  }
+  SUBCASE("a parameter server: one transfer per server and dtype") {
+    const auto m = two_dtypes(dtype::f32);
+    g.architecture = architecture_kind::parameter_server;
+    g.placement = placement_value{placement_kind::pinned, 0};
+    g.fusion = fusion_value{64u << 20, 0};  // {b.bias}, then {b.weight, a.bias, a.weight}
+    const auto s = uniform_strategy(m, g, "pinned");
+    const auto p = exec::compile_plan(m, c, s, lay);
+    REQUIRE(p.buckets.size() == 3);
+    const auto e = cost::evaluate(m, c, s, timeline);
+    std::vector<int> transfers(2, 0);
+    for (const auto& ev : e.p.events)
+      if (ev.kind == cost::event_ps_transfer) {
+        REQUIRE(ev.bucket < 2);
+        ++transfers[ev.bucket];
+        CHECK(ev.lane == 1);  // server 0
+      }
+    CHECK(transfers == std::vector<int>{1, 2});
+  }
+}
+
+// On random strategies (random dtypes, servers, groups): every parameter-server bucket has as many
+// transfers as the plan has pieces of it; an uncompressed dense all-reduce bucket takes the
+// time of its pieces' collectives.
+TEST_CASE("fusion: the cost model's pieces are the plan's on random strategies") {
+  std::mt19937 rng(2024);
+  int mixed = 0, checked = 0;
+  cost::options timeline;
+  timeline.timeline = true;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 3), rpn = 1 + static_cast<int>(rng() % 2);
+    const auto c = testing::make_cluster(nodes, rpn, rng() % 3 == 0 ? 2 : 0);
+    const auto rc = testing::random_strategy(rng, c.server_count());
+    CAPTURE(trial);
+    const auto p = exec::compile_plan(rc.model, c, rc.strategy, exec::layout{nodes * rpn, rpn});
+    const auto e = cost::evaluate(rc.model, c, rc.strategy, timeline, true);
+    const auto fab = cost::make_fabric(c);
+    for (std::uint32_t b = 0; b < e.buckets.size(); ++b) {
+      CAPTURE(b);
+      const auto& gd = rc.strategy.groups[e.buckets[b].group];
+      const auto pieces = piece_bytes(p, b);
+      mixed += pieces.size() > 1 && gd.architecture != architecture_kind::parameter_server ? 1 : 0;
+      if (gd.architecture == architecture_kind::parameter_server) {
+        const auto n = std::count_if(e.p.events.begin(), e.p.events.end(),
+                                     [&](const cost::event& ev) { return ev.kind == cost::event_ps_transfer && ev.bucket == b; });
+        CHECK(static_cast<std::size_t>(n) == pieces.size());
+        ++checked;
+        continue;
+      }
+      bool dense = gd.architecture == architecture_kind::all_reduce && gd.compression == comp::none::value && gd.ext.empty();
+      for (auto i : e.buckets[b].items) dense = dense && !e.ws.items[i].sparse;
+      if (!dense) continue;
+      double want = 0.0, got = 0.0;
+      for (double x : pieces) want += cost::all_reduce(fab, gd.topology, x);
+      for (const auto& ev : e.p.events)
+        if (ev.kind == cost::event_collective && ev.bucket == b) got += ev.end - ev.start;
+      CHECK(got == Approx(want).epsilon(1e-9));
+      ++checked;
+    }
+  }
+  CHECK(mixed > 20);
+  CHECK(checked > 300);
 }
 
 // expand_into writes a whole tensor of a plain group (no partitioner, no registered codec) as its

@@ -34,18 +34,23 @@
 //    S is the sum of its items' wire bytes, except in an all_reduce or sharded group whose
 //    registered compressor or extension slots run on the packed bucket (priced_per_bucket):
 //    there S prices each dtype's piece of the bucket whole, as the executor encodes it.
+//    A bucket of several dtypes is several pieces (the plan compiler, exec/plan.hpp, cuts a
+//    fusion bucket into one per dtype, and per server): each piece's collective below is priced
+//    on its own S and they run one after another on lane 0 (one job, their times summed); a
+//    parameter-server bucket has one transfer per server and dtype.
 //      all_reduce        all_reduce(fabric, topology, S)
 //      sharded           reduce_scatter(S) then all_gather(S) as two events on lane 0. ZeRO
 //                        may defer the all-gather into the next forward; it is kept on the
 //                        critical path here (the conservative choice; the GBT correction
 //                        learns how much a real overlap hides).
 //      all_gather        sparse: every rank gathers the others' S bytes, (p-1) S in per rank
-//      parameter_server  one transfer per (bucket, server) with B = the bucket's bytes on that
-//                        server. copies = N nodes with local replication, else p ranks; c_k =
-//                        1 with local replication, else node k's ranks. A dedicated server
-//                        node has a NIC of its own; a co-located server s (a cluster without
-//                        server_only nodes) lives on worker node h = fabric::servers[s].worker
-//                        and shares h's NICs, and h's own c_h copies never cross the network.
+//      parameter_server  one transfer per (bucket, server, dtype) with B = the bucket's bytes
+//                        of that dtype on that server. copies = N nodes with local replication,
+//                        else p ranks; c_k = 1 with local replication, else node k's ranks. A
+//                        dedicated server node has a NIC of its own; a co-located server s (a
+//                        cluster without server_only nodes) lives on worker node h =
+//                        fabric::servers[s].worker and shares h's NICs, and h's own c_h copies
+//                        never cross the network.
 //                          own     = 0 (dedicated) or c_h (co-located)
 //                          remote  = copies - own: the copies through the server's NIC, pushed
 //                                    in and pulled out

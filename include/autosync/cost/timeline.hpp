@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace autosync::cost {
@@ -68,6 +69,10 @@ struct context {
   // halves of ps_unit): a PS transfer occupies every worker node alike, so their NICs' free times
   // and sums stay equal (run_servers keeps one of each).
   bool uniform_nics = false;
+  // Per tensor its dtype, for a model whose tensors have several (empty when they share one):
+  // the plan compiler (exec/plan.hpp) cuts a fusion bucket into one piece per dtype, and each
+  // piece is a collective or transfer of its own.
+  std::vector<dtype> types;
 };
 
 [[nodiscard]] constexpr context make_context(const model_spec& m, const cluster_spec& c) {
@@ -101,6 +106,12 @@ struct context {
     x.ps_host_unit[sv] = ps_nic_unit(x.fab, sv, true, static_cast<std::size_t>(h));
     x.ps_host_unit[S + sv] = ps_nic_unit(x.fab, sv, false, static_cast<std::size_t>(h));
   }
+  for (const auto& u : m.tensors)
+    if (u.type != m.tensors.front().type) {
+      x.types.reserve(m.tensors.size());
+      for (const auto& v : m.tensors) x.types.push_back(v.type);
+      break;
+    }
   x.uniform_nics = S > 0 && W > 0;
   for (std::size_t sv = 0; sv < S; ++sv) x.uniform_nics = x.uniform_nics && x.fab.servers[sv].worker < 0;
   for (std::size_t k = 1; k < W; ++k) x.uniform_nics = x.uniform_nics && x.ps_unit[k] == x.ps_unit[0] && x.ps_unit[W + k] == x.ps_unit[W];
@@ -119,6 +130,8 @@ struct workspace {
     std::int64_t wire = 0;
     double comp_flops = 0.0;
     bool first = true;
+    dtype type{};        // its first item's dtype (context::types: a model of several dtypes only)
+    bool mixed = false;  // ... and an item of another: the plan cuts it into one piece per dtype
   };
   std::vector<open_bucket> open;           // per group
   struct group_info {
@@ -157,6 +170,9 @@ struct workspace {
   std::vector<double> nic_free;            // per worker node: when its NICs are free (5); then step 8's suffix sums
   std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
+  // a bucket of several dtypes (open_bucket::mixed): its pieces in first-appearance order, each
+  // its dtype and the bytes one rank sends for it (split_pieces)
+  std::vector<std::pair<dtype, std::int64_t>> pieces;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
   // The memos' entries belong to the evaluation numbered `generation` (prepare counts them):
   // an entry of an earlier one is a miss, so the memos are never cleared between evaluations.

@@ -151,6 +151,36 @@ constexpr void push_ps_transfers_many(workspace& ws) {
   }
   ws.touched.clear();
 }
+// push_ps_transfers_many for a bucket of several dtypes (open_bucket::mixed): one transfer per
+// server and dtype (the plan's pieces), in server order, a server's dtypes in first-appearance order.
+constexpr void push_ps_pieces(const context& x, workspace& ws) {
+  const std::size_t at = ws.jobs.size() - 1;
+  const auto head = ws.jobs[at].head, count = ws.jobs[at].count;
+  struct piece {
+    std::uint32_t server = 0, kind = 0;  // kind: the dtype's place in ws.pieces
+    double bytes = 0.0;
+  };
+  std::vector<piece> ps;
+  for (std::uint32_t i = head, k = 0; k < count; ++k, i = ws.next[i]) {
+    const auto& it = ws.items[i];
+    const auto sv = static_cast<std::uint32_t>(it.server);
+    const auto ty = x.types[it.tensor];
+    std::uint32_t kind = 0;
+    while (kind < ws.pieces.size() && ws.pieces[kind].first != ty) ++kind;
+    auto p = std::find_if(ps.begin(), ps.end(), [&](const piece& q) { return q.server == sv && q.kind == kind; });
+    if (p == ps.end()) p = ps.insert(ps.end(), piece{sv, kind, 0.0});
+    p->bytes += static_cast<double>(std::max<std::int64_t>(it.wire_bytes, 1));
+  }
+  std::sort(ps.begin(), ps.end(), [](const piece& a, const piece& b) { return a.server != b.server ? a.server < b.server : a.kind < b.kind; });
+  const workspace::job bucket = ws.jobs[at];
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    if (k > 0) {
+      ws.jobs.push_back(bucket);
+      ws.jobs.back().comp = 0.0;
+    }
+    fill_ps_transfer(ws.jobs.back(), ps[k].server, ps[k].bytes);
+  }
+}
 AUTOSYNC_ALWAYS_INLINE constexpr void push_ps_transfers(workspace& ws) {
   auto& j = ws.jobs.back();
   if (j.count == 1) {  // one item, one server (the bytes as the general path sums them)
@@ -211,6 +241,33 @@ AUTOSYNC_ALWAYS_INLINE constexpr const workspace::collective_memo& lane0_job(con
   return memo;
 }
 
+// lane0_job for a bucket of several dtypes (open_bucket::mixed), job j: each piece of ws.pieces
+// priced through the group's memo as a bucket of its own, the pieces run one after another (their
+// t1, t2 and NIC occupancy summed); the job moves the bucket's bytes. Returns the pieces' bandwidth
+// bounds, summed, for the caller to add.
+constexpr double lane0_pieces(const context& x, workspace& ws, const workspace::group_info& g, std::uint32_t gi, workspace::job& j,
+                              tally& tl) {
+  ++tl.lane0_jobs;
+  tl.lane0_priority = tl.lane0_priority || g.priority;
+  double t1 = 0.0, t2 = 0.0, nic = 0.0, lb = 0.0;
+  std::int64_t bytes = 0;
+  for (const auto& [type, wire] : ws.pieces) {
+    const auto slot = memo_slot(static_cast<std::uint64_t>(wire), workspace::collective_memo_log2);
+    auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+    fill_collective(x.fab, g, j, wire, memo, ws.generation);
+    t1 += j.t1;
+    t2 += j.t2;
+    nic += j.nic;
+    lb += memo.lb;
+    bytes += wire;
+  }
+  j.t1 = t1;
+  j.t2 = t2;
+  j.nic = nic;
+  j.bytes = bytes;
+  return lb;
+}
+
 // Closes group gi's open bucket (if any): it becomes bucket number tl.buckets (creation
 // order) and its jobs (step 4) go to ws.jobs.
 AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& ws, std::uint32_t gi, tally& tl) {
@@ -231,9 +288,12 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   j.comp = ob.comp_flops / flops;
   if (g.arch == architecture_kind::parameter_server) {
     tl.ps_priority = tl.ps_priority || g.priority;
-    push_ps_transfers(ws);
+    if (ob.mixed)
+      push_ps_pieces(x, ws);
+    else
+      push_ps_transfers(ws);
   } else {
-    tl.lane0_lb += lane0_job(x, ws, g, gi, j, ob.wire, tl).lb;
+    tl.lane0_lb += ob.mixed ? lane0_pieces(x, ws, g, gi, j, tl) : lane0_job(x, ws, g, gi, j, ob.wire, tl).lb;
     tl.lane0_nic += j.nic;
   }
   ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
@@ -241,6 +301,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   ob.wire = 0;
   ob.comp_flops = 0.0;
   ob.first = false;
+  ob.mixed = false;
 }
 
 // Whether every item of s is a bucket of its own and the buckets of one ready position keep
@@ -351,6 +412,35 @@ inline void price_pieces(const model_spec& m, const context& x, workspace& ws, c
   ob.wire = wire;
 }
 
+// Group gi's open bucket when it holds items of several dtypes (open_bucket::mixed): the plan
+// compiler (exec/plan.hpp) cuts it into one piece per dtype, each its own collective (or, on a
+// parameter server, its own transfers). ws.pieces: each piece's dtype, in first-appearance order,
+// and the bytes one rank sends for it: its items' wire bytes summed, or, when g's codecs price a
+// bucket whole (priced_per_bucket), the piece's price (piece_wire_bytes; a sparse item keeps its
+// own, as in price_pieces). The bucket's wire is their sum.
+constexpr void split_pieces(const context& x, workspace& ws, const group_desc& g, std::uint32_t gi) {
+  auto& ob = ws.open[gi];
+  const bool whole = ws.groups[gi].per_bucket;
+  std::array<std::int64_t, std::size(all_dtypes)> elements{};
+  ws.pieces.clear();
+  for (std::uint32_t i = ob.head, k = 0; k < ob.n; ++k, i = ws.next[i]) {
+    const auto& it = ws.items[i];
+    const dtype type = x.types[it.tensor];
+    auto p = std::find_if(ws.pieces.begin(), ws.pieces.end(), [&](const auto& q) { return q.first == type; });
+    if (p == ws.pieces.end()) p = ws.pieces.insert(ws.pieces.end(), {type, 0});
+    if (whole && !it.sparse)
+      elements[static_cast<std::size_t>(type)] += it.elements;
+    else
+      p->second += it.wire_bytes;
+  }
+  std::int64_t wire = 0;
+  for (auto& [type, w] : ws.pieces) {
+    if (const auto n = elements[static_cast<std::size_t>(type)]; n > 0) w += piece_wire_bytes(type, n, g, x.fab.p);
+    wire += w;
+  }
+  ob.wire = wire;
+}
+
 // Step 3: the items in ready order, packed per group into buckets by the fusion rule
 // (strategy/fusion.hpp, fusion_closes; fuse_buckets() gives the same buckets); every closed
 // bucket becomes its jobs (step 4).
@@ -370,15 +460,20 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       const auto& g = ws.groups[gi];
       const auto ib = static_cast<std::uint64_t>(it.bytes);
       if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) {
-        if (g.per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
+        if (ob.mixed)
+          split_pieces(x, ws, s.groups[gi], gi);
+        else if (g.per_bucket)
+          price_pieces(m, x, ws, s.groups[gi], gi);
         close_bucket(x, ws, gi, tl);
       }
       auto& o = ws.open[gi];
       if (o.n == 0) {
         o.head = i;
         o.min_tensor = it.tensor;
+        if (!x.types.empty()) o.type = x.types[it.tensor];
       } else {
         ws.next[o.tail] = i;
+        if (!x.types.empty() && x.types[it.tensor] != o.type) o.mixed = true;
       }
       o.tail = i;
       ++o.n;
@@ -392,7 +487,10 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
     }
   }
   for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) {
-    if (ws.groups[gi].per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
+    if (ws.open[gi].mixed)
+      split_pieces(x, ws, s.groups[gi], gi);
+    else if (ws.groups[gi].per_bucket)
+      price_pieces(m, x, ws, s.groups[gi], gi);
     close_bucket(x, ws, gi, tl);
   }
 }
