@@ -101,7 +101,7 @@ namespace autosync {
 enum class reduction : std::uint8_t { average, sum };
 
 struct session_options {
-  std::optional<cluster_spec> cluster;            // the plan's cluster (see the header comment)
+  std::optional<cluster_spec> cluster{};          // the plan's cluster (see the header comment)
   int ranks_per_node = 0;                         // 0: from the cluster (see the header comment)
   reduction reduce = reduction::average;
   bool error_feedback = true;                     // compressed groups keep a residual

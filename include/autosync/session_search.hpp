@@ -18,7 +18,7 @@
 namespace autosync {
 
 struct search_options {
-  cluster_spec cluster;     // the cluster searched on (and, unless session_options::cluster says otherwise, the plan's)
+  cluster_spec cluster{};   // the cluster searched on (and, unless session_options::cluster says otherwise, the plan's)
   search::options options{};  // search/options.hpp: seed, counted budgets, allow_lossy, a learned correction, ...
 
   operator strategy_source() const {  // NOLINT(google-explicit-constructor): what the session takes

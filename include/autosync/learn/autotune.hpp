@@ -129,10 +129,10 @@ struct tune_options {
                                      // compression: AutoSync's space had its fp16 compressors; opt-in
                                      // here because it changes what training computes
   search::lossy_budget lossy{};      // with allow_lossy: which lossy compressors, the largest ratio
-  std::function<void(const tune_progress&)> on_progress;
+  std::function<void(const tune_progress&)> on_progress{};
   // How candidates are ranked before the loop can fit (fewer than min_fit_samples, or no
   // trainer): the analytical model, or e.g. cost::default_correction (the embedded model).
-  cost::corrected_evaluator initial;
+  cost::corrected_evaluator initial{};
 };
 
 struct trial_result {

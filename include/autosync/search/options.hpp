@@ -79,11 +79,11 @@ struct options {
   std::uint64_t large_bytes = 4 * 1024 * 1024;
   std::size_t beam_width = 4;
   double epsilon = default_epsilon;     // relative tolerance of the simplest-strategy rule, >= 0
-  cost::corrected_evaluator correction; // re-rank with a learned correction (empty: analytical only)
+  cost::corrected_evaluator correction{}; // re-rank with a learned correction (empty: analytical only)
   double uncertainty_weight = default_uncertainty_weight;  // >= 0
   std::size_t rerank_count = 8;         // best candidates of the walk the correction re-ranks
   bool serial_executor = true;          // score the pick as the executors run it: one bucket at a time (search/serial.hpp)
-  std::function<void(const progress&)> on_progress;  // called at phase ends and every progress_every evaluations
+  std::function<void(const progress&)> on_progress{};  // called at phase ends and every progress_every evaluations
   std::size_t progress_every = 250;
 };
 
