@@ -171,7 +171,7 @@ struct workspace {
   std::vector<double> nic_sum;             // per worker node: the PS transfers' occupancy, summed (5)
   std::vector<std::uint32_t> touched;
   // a bucket of several dtypes (open_bucket::mixed): its pieces in first-appearance order, each
-  // its dtype and the bytes one rank sends for it (split_pieces)
+  // its dtype and the bytes one rank sends for it (price_pieces)
   std::vector<std::pair<dtype, std::int64_t>> pieces;
   std::vector<std::uint32_t> bucket_number;  // creation index -> ready-order number
   // The memos' entries belong to the evaluation numbered `generation` (prepare counts them):

@@ -227,6 +227,12 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
   j.nic = memo.nic;
 }
 
+// Group gi's memo entry for a collective of `wire` bytes (direct-mapped by bytes).
+AUTOSYNC_ALWAYS_INLINE constexpr workspace::collective_memo& collective_memo_of(workspace& ws, std::uint32_t gi, std::int64_t wire) {
+  const auto slot = memo_slot(static_cast<std::uint64_t>(wire), workspace::collective_memo_log2);
+  return ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+}
+
 // Step 4 for a lane-0 job j of group gi (g = ws.groups[gi]) of `wire` bytes: counted, its priority
 // noted, priced through the group's memo (fill_collective). Returns the memo, which holds the
 // job's bandwidth bound (memo.lb) for the caller to add.
@@ -235,8 +241,7 @@ AUTOSYNC_ALWAYS_INLINE constexpr const workspace::collective_memo& lane0_job(con
                                                                             workspace::job& j, std::int64_t wire, tally& tl) {
   ++tl.lane0_jobs;
   tl.lane0_priority = tl.lane0_priority || g.priority;
-  const auto slot = memo_slot(static_cast<std::uint64_t>(wire), workspace::collective_memo_log2);
-  auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+  auto& memo = collective_memo_of(ws, gi, wire);
   fill_collective(x.fab, g, j, wire, memo, ws.generation);
   return memo;
 }
@@ -252,8 +257,7 @@ constexpr double lane0_pieces(const context& x, workspace& ws, const workspace::
   double t1 = 0.0, t2 = 0.0, nic = 0.0, lb = 0.0;
   std::int64_t bytes = 0;
   for (const auto& [type, wire] : ws.pieces) {
-    const auto slot = memo_slot(static_cast<std::uint64_t>(wire), workspace::collective_memo_log2);
-    auto& memo = ws.coll_memo[gi * workspace::collective_memo_slots + slot];
+    auto& memo = collective_memo_of(ws, gi, wire);
     fill_collective(x.fab, g, j, wire, memo, ws.generation);
     t1 += j.t1;
     t2 += j.t2;
@@ -392,40 +396,22 @@ constexpr void fuse_unfused(const model_spec& m, const context& x, workspace& ws
   tl.last_pos = T == 0 ? 0 : T - 1;
 }
 
-// Group gi's open bucket when its codecs run once per bucket piece (priced_per_bucket): its
-// wire is that of its pieces, one per dtype (piece_wire_bytes), not the sum of its items';
-// a sparse item keeps its own. A bucket of one item costs what the item does.
-inline void price_pieces(const model_spec& m, const context& x, workspace& ws, const group_desc& g, std::uint32_t gi) {
+// Group gi's open bucket when its codecs run once per bucket piece (priced_per_bucket) or it holds
+// items of several dtypes (open_bucket::mixed): the plan compiler (exec/plan.hpp) cuts a bucket
+// into one piece per dtype, each its own collective (or, on a parameter server, its own
+// transfers). ws.pieces: each piece's dtype, in first-appearance order, and the bytes one rank
+// sends for it: under such codecs the piece's price (piece_wire_bytes), not the sum of its items'
+// (a sparse item keeps its own); otherwise its items' wire bytes summed. The bucket's wire is
+// their sum. A bucket of one item costs what the item does.
+constexpr void price_pieces(const model_spec& m, const context& x, workspace& ws, const group_desc& g, std::uint32_t gi) {
   auto& ob = ws.open[gi];
   if (ob.n < 2) return;
-  std::array<std::int64_t, std::size(all_dtypes)> elements{};
-  std::int64_t wire = 0;
-  for (std::uint32_t i = ob.head, k = 0; k < ob.n; ++k, i = ws.next[i]) {
-    const auto& it = ws.items[i];
-    if (it.sparse)
-      wire += it.wire_bytes;
-    else
-      elements[static_cast<std::size_t>(m.tensors[it.tensor].type)] += it.elements;
-  }
-  for (std::size_t d = 0; d < elements.size(); ++d)
-    if (elements[d] > 0) wire += piece_wire_bytes(static_cast<dtype>(d), elements[d], g, x.fab.p);
-  ob.wire = wire;
-}
-
-// Group gi's open bucket when it holds items of several dtypes (open_bucket::mixed): the plan
-// compiler (exec/plan.hpp) cuts it into one piece per dtype, each its own collective (or, on a
-// parameter server, its own transfers). ws.pieces: each piece's dtype, in first-appearance order,
-// and the bytes one rank sends for it: its items' wire bytes summed, or, when g's codecs price a
-// bucket whole (priced_per_bucket), the piece's price (piece_wire_bytes; a sparse item keeps its
-// own, as in price_pieces). The bucket's wire is their sum.
-constexpr void split_pieces(const context& x, workspace& ws, const group_desc& g, std::uint32_t gi) {
-  auto& ob = ws.open[gi];
   const bool whole = ws.groups[gi].per_bucket;
   std::array<std::int64_t, std::size(all_dtypes)> elements{};
   ws.pieces.clear();
   for (std::uint32_t i = ob.head, k = 0; k < ob.n; ++k, i = ws.next[i]) {
     const auto& it = ws.items[i];
-    const dtype type = x.types[it.tensor];
+    const dtype type = m.tensors[it.tensor].type;
     auto p = std::find_if(ws.pieces.begin(), ws.pieces.end(), [&](const auto& q) { return q.first == type; });
     if (p == ws.pieces.end()) p = ws.pieces.insert(ws.pieces.end(), {type, 0});
     if (whole && !it.sparse)
@@ -460,10 +446,7 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
       const auto& g = ws.groups[gi];
       const auto ib = static_cast<std::uint64_t>(it.bytes);
       if (const auto& ob = ws.open[gi]; fusion_closes(g.fusion, ob.first, ob.n, ob.bytes, ib)) {
-        if (ob.mixed)
-          split_pieces(x, ws, s.groups[gi], gi);
-        else if (g.per_bucket)
-          price_pieces(m, x, ws, s.groups[gi], gi);
+        if (ob.mixed || g.per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
         close_bucket(x, ws, gi, tl);
       }
       auto& o = ws.open[gi];
@@ -487,10 +470,7 @@ constexpr void fuse_items(const model_spec& m, const context& x, const strategy_
     }
   }
   for (std::uint32_t gi = 0; gi < s.groups.size(); ++gi) {
-    if (ws.open[gi].mixed)
-      split_pieces(x, ws, s.groups[gi], gi);
-    else if (ws.groups[gi].per_bucket)
-      price_pieces(m, x, ws, s.groups[gi], gi);
+    if (ws.open[gi].mixed || ws.groups[gi].per_bucket) price_pieces(m, x, ws, s.groups[gi], gi);
     close_bucket(x, ws, gi, tl);
   }
 }
