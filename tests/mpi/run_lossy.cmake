@@ -4,7 +4,7 @@
 #      10 %, randomk 30 %, powersgd rank 2 from
 #      iteration 3, and Accordion over top-k, PowerSGD and int8 deciding every iteration): the
 #      strategy's group gets it; mpirun -np 3 autosync run --model resnet50
-#      --scale 0.05 --iters 2 exits 0 and prints "ok" for the compressor's guarantee
+#      --scale 0.02 --iters 2 exits 0 and prints "ok" for the compressor's guarantee
 #   3. a compressor with a bad parameter ({"kind": "topk", "density": 2}): every rank exits
 #      non-zero with a message naming 'density'
 # Run as: cmake -DAUTOSYNC=<autosync> -DMPIEXEC=<mpiexec> [-DNP_FLAG=-np] [-DPREFLAGS=...]
@@ -50,7 +50,7 @@ foreach(c IN LISTS cases)
   list(GET c 1 value)
   string(REPLACE "\"compression\": \"none\"" "\"compression\": ${value}" s "${base}")
   file(WRITE "${WORK}/s_${name}.json" "${s}")
-  execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s_${name}.json" --model resnet50 --scale 0.05 --iters 2 --warmup 0
+  execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s_${name}.json" --model resnet50 --scale 0.02 --iters 2 --warmup 0
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "run_lossy: ${name}: autosync run failed (${rc}):\n${out}\n${err}")
@@ -62,7 +62,7 @@ endforeach()
 
 string(REPLACE "\"compression\": \"none\"" "\"compression\": {\"kind\": \"topk\", \"density\": 2}" s "${base}")
 file(WRITE "${WORK}/s_bad.json" "${s}")
-execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s_bad.json" --model resnet50 --scale 0.05 --iters 2
+execute_process(COMMAND ${mpirun} "${AUTOSYNC}" run --strategy "${WORK}/s_bad.json" --model resnet50 --scale 0.02 --iters 2
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "density")
   message(FATAL_ERROR "run_lossy: a topk density of 2 was not refused naming 'density' (${rc}):\n${out}\n${err}")
