@@ -199,17 +199,17 @@ struct cluster_spec {
 
   static void validate_compute(const device_compute& d, const std::string& f) {
     if (d == device_compute{}) return;  // not described
-    auto rate = [&](double v, const char* name, bool required) {
+    auto rate = [&](double v, const char* field, bool required) {
       if (!std::isfinite(v) || v < 0.0 || v > 1e18 || (required && v == 0.0))
-        throw error(f + "." + name, required ? "must be a positive number (at most 1e18)" : "must be a number in [0, 1e18] (0: no such unit)");
+        throw error(f + "." + field, required ? "must be a positive number (at most 1e18)" : "must be a number in [0, 1e18] (0: no such unit)");
     };
     rate(d.fp32, "fp32", true);
     rate(d.tf32, "tf32", false);
     rate(d.bf16, "bf16", false);
     rate(d.fp16, "fp16", false);
     rate(d.memory_bandwidth, "memory_bandwidth", true);
-    auto fraction = [&](double v, const char* name) {
-      if (!(v > 0.0 && v <= 1.0)) throw error(f + "." + name, "must be a fraction in (0, 1]");
+    auto fraction = [&](double v, const char* field) {
+      if (!(v > 0.0 && v <= 1.0)) throw error(f + "." + field, "must be a fraction in (0, 1]");
     };
     fraction(d.matmul_efficiency, "matmul_efficiency");
     fraction(d.memory_efficiency, "memory_efficiency");

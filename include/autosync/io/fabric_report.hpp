@@ -48,13 +48,13 @@ struct fabric_check {
   [[nodiscard]] bool agrees(double tolerance = 0.01) const noexcept { return std::abs(ratio() - 1.0) <= tolerance; }
 };
 
-namespace detail {
+namespace fabric_detail {  // not io::detail: that would hide autosync::detail from io's code
 inline std::string node_name(const cluster_spec& c, int i) {
   const auto& n = c.nodes[static_cast<std::size_t>(i)].name;
   return n.empty() ? "n" + std::to_string(i) : n;
 }
 inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0 / l.beta : 0.0; }
-}  // namespace detail
+}  // namespace fabric_detail
 
 // The links the strategy uses, each as a cut and as the model sees it. The strategy must be
 // valid for the cluster (strategy_desc::validate).
@@ -81,9 +81,9 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
         what += " > ... (" + std::to_string(order.size() - 7) + " more)";
         i = order.size() - 1;
       }
-      what += (i ? " > " : "") + detail::node_name(c, order[i]);
+      what += (i ? " > " : "") + fabric_detail::node_name(c, order[i]);
     }
-    out.push_back({what, graph::ring_bottleneck(c, order), detail::bandwidth_of(f.inter)});
+    out.push_back({what, graph::ring_bottleneck(c, order), fabric_detail::bandwidth_of(f.inter)});
   }
 
   // Parameter servers: which servers the strategy's groups use.
@@ -96,7 +96,7 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
       if (g.placement.kind != placement_kind::pinned || g.placement.server == static_cast<int>(k)) users[k].push_back(static_cast<int>(gi));
   }
   double worker_nics = 0.0;
-  for (const auto& w : f.workers) worker_nics += detail::bandwidth_of(w.nic);
+  for (const auto& w : f.workers) worker_nics += fabric_detail::bandwidth_of(w.nic);
   for (std::size_t k = 0; k < servers.size(); ++k) {
     if (users[k].empty()) continue;
     const int node = servers[k];
@@ -104,22 +104,22 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
     for (int w : workers)
       if (w != node) others.push_back(w);
     if (others.empty()) continue;  // a one-node cluster's server is local: no network cut
-    std::string what = "workers -> server " + detail::node_name(c, node) + " (group" + (users[k].size() > 1 ? "s " : " ");
+    std::string what = "workers -> server " + fabric_detail::node_name(c, node) + " (group" + (users[k].size() > 1 ? "s " : " ");
     for (std::size_t i = 0; i < users[k].size() && i < 4; ++i) what += (i ? ", " : "") + std::to_string(users[k][i]);
     if (users[k].size() > 4) what += ", ...";
     what += ")";
     // The model's lane: the server's NICs; the senders' NICs together bound it from the other side.
     double sender_nics = worker_nics;
     if (f.servers[k].colocated && f.servers[k].worker >= 0)
-      sender_nics -= detail::bandwidth_of(f.workers[static_cast<std::size_t>(f.servers[k].worker)].nic);
-    out.push_back({what, graph::bottleneck_bandwidth(cg, others, {node}), std::min(detail::bandwidth_of(f.servers[k].nic), sender_nics)});
+      sender_nics -= fabric_detail::bandwidth_of(f.workers[static_cast<std::size_t>(f.servers[k].worker)].nic);
+    out.push_back({what, graph::bottleneck_bandwidth(cg, others, {node}), std::min(fabric_detail::bandwidth_of(f.servers[k].nic), sender_nics)});
   }
 
   if (hierarchical && workers.size() > 1) {
     // One row per kind of worker node: nodes whose flows see the same cut and model share it.
     struct row { double cut, model; int flows, nics; std::vector<int> nodes; };
     std::vector<row> rows;
-    const double model = detail::bandwidth_of(f.inter_flow());
+    const double model = fabric_detail::bandwidth_of(f.inter_flow());
     for (int w : workers) {
       const auto& nd = c.nodes[static_cast<std::size_t>(w)];
       if (nd.devices < 1) continue;
@@ -134,7 +134,7 @@ inline double bandwidth_of(const cost::link_cost& l) { return l.beta > 0.0 ? 1.0
     }
     for (const auto& r : rows) {
       std::string names;
-      for (std::size_t i = 0; i < r.nodes.size() && i < 3; ++i) names += (i ? ", " : "") + detail::node_name(c, r.nodes[i]);
+      for (std::size_t i = 0; i < r.nodes.size() && i < 3; ++i) names += (i ? ", " : "") + fabric_detail::node_name(c, r.nodes[i]);
       if (r.nodes.size() > 3) names += " and " + std::to_string(r.nodes.size() - 3) + " more";
       out.push_back({"hierarchical flow on " + names + " (" + std::to_string(r.flows) + " flow" + (r.flows == 1 ? "" : "s") +
                          " on the busiest of " + std::to_string(r.nics) + " NIC" + (r.nics == 1 ? "" : "s") + ")",

@@ -30,25 +30,27 @@
 
 namespace autosync {
 
+namespace detail {
+// The policy of Slot among Ps (a namespace-scope metafunction: clang 14 checks a private member
+// named by a public alias template against the alias's user, so it cannot be a private helper).
+template <class Slot, class... Ps>
+struct policy_for {
+  static_assert(sizeof...(Ps) > 0, "autosync::strategy: no policy for the requested slot");
+};
+template <class Slot, class P, class... Rest>
+struct policy_for<Slot, P, Rest...> {
+  using type = typename std::conditional_t<std::is_same_v<typename P::slot, Slot>, std::type_identity<P>,
+                                           policy_for<Slot, Rest...>>::type;
+};
+}  // namespace detail
+
 // Normalized form: one policy per slot of slot_list, in that order.
 template <class... Ps>
 struct basic_strategy {
   using policies = type_list<Ps...>;
 
- private:
-  template <class Slot, class P, class... Rest>
-  static auto find() {
-    if constexpr (std::is_same_v<typename P::slot, Slot>)
-      return std::type_identity<P>{};
-    else {
-      static_assert(sizeof...(Rest) > 0, "autosync::strategy: no policy for the requested slot");
-      return find<Slot, Rest...>();
-    }
-  }
-
- public:
   template <class Slot>
-  using get = typename decltype(find<Slot, Ps...>())::type;
+  using get = typename detail::policy_for<Slot, Ps...>::type;
 
   using architecture = get<slot::architecture>;
   using partitioner = get<slot::partitioner>;

@@ -57,7 +57,7 @@ consteval auto search_orders_of(type_list<Slots...>) {
 template <class Slot, class... Slots>
 consteval std::size_t index_in(type_list<Slots...>) {
   std::size_t i = 0;
-  ((std::is_same_v<Slot, Slots> ? false : (++i, true)) && ...);
+  static_cast<void>(((std::is_same_v<Slot, Slots> ? false : (++i, true)) && ...));
   return i;
 }
 template <class F, class... Slots>
@@ -68,7 +68,7 @@ template <class F, class R, class... Slots>
 constexpr R visit_one_of(std::size_t i, F& f, type_list<Slots...>) {
   R r{};
   std::size_t k = 0;
-  ((k++ == i ? (r = f(std::type_identity<Slots>{}), true) : false) || ...);
+  static_cast<void>(((k++ == i ? (r = f(std::type_identity<Slots>{}), true) : false) || ...));
   return r;
 }
 }  // namespace detail

@@ -173,42 +173,42 @@ class bucket_exchange {
             mg.load(r);
           };
           switch (c.op) {
-            case call::run: g(c.data, *c.comm); break;
-            case call::save:
+            case call::op_t::run: g(c.data, *c.comm); break;
+            case call::op_t::save:
               if constexpr (has_state) g.save(*c.out);
               break;
-            case call::load:
+            case call::op_t::load:
               if constexpr (has_state) g.load(*c.in);
               break;
-            case call::query: c.stateful = has_state; break;
+            case call::op_t::query: c.stateful = has_state; break;
           }
         }) {}
 
   void operator()(unsigned char* data, exchange_comm& comm) const {
-    call c{call::run, data, &comm};
+    call c{call::op_t::run, data, &comm};
     fn_(c);
   }
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
   // Whether its state can be saved (an exchange without state saves nothing).
   [[nodiscard]] bool stateful() const {
-    call c{call::query};
+    call c{call::op_t::query};
     if (fn_) fn_(c);
     return c.stateful;
   }
   void save(state_writer& w) const {
-    call c{call::save};
+    call c{call::op_t::save};
     c.out = &w;
     if (fn_) fn_(c);
   }
   void load(state_reader& r) const {
-    call c{call::load};
+    call c{call::op_t::load};
     c.in = &r;
     if (fn_) fn_(c);
   }
 
  private:
   struct call {
-    enum op_t : std::uint8_t { run, save, load, query } op;
+    enum class op_t : std::uint8_t { run, save, load, query } op;
     unsigned char* data = nullptr;
     exchange_comm* comm = nullptr;
     state_writer* out = nullptr;
