@@ -198,8 +198,10 @@ TEST_CASE("collectives on a fabric") {
         Approx(ring_reduce_scatter(4, S, 1e-6, 1e-11, f.gamma) + ring_reduce_scatter(2, S / 4, 5e-6, 4.0 / 20e9, f.gamma) +
                ring_all_gather(2, S / 4, 5e-6, 4.0 / 20e9) + ring_all_gather(4, S, 1e-6, 1e-11)));
   CHECK(reduce_scatter(f, topology_value{}, S) + all_gather(f, topology_value{}, S) == Approx(all_reduce(f, topology_value{}, S)));
-  // sparse all-gather: ring all-gather of 8 S, plus summing 7 S
-  CHECK(sparse_all_gather(f, 1000) == Approx(ring_all_gather(8, 8000, 5e-6, 1.0 / 20e9) + 7000 * f.gamma));
+  // sparse all-gather: the row counts' all-gather (lg 8 = 3 start-ups), the indices' ring (7 start-ups),
+  // the rows' ring all-gather of 8 S, plus summing 7 S
+  CHECK(sparse_all_gather(f, 1000) == Approx((3 + 7) * 5e-6 + ring_all_gather(8, 8000, 5e-6, 1.0 / 20e9) + 7000 * f.gamma));
+  CHECK(sparse_all_gather(f, 0) == Approx((3 + 7 + 7) * 5e-6));
   // the bound: max(2*7/8*S/100e9, 2*1/2*S/20e9)
   CHECK(lower_bound(f, S) == Approx(std::max(1.75 * S * 1e-11, S / 20e9)));
   CHECK(sparse_all_gather_lower_bound(f, 1000) == Approx(7000 * 1e-11));

@@ -362,9 +362,74 @@ TEST_CASE("all_gather for sparse gradients") {
   g.architecture = architecture_kind::all_gather;
   const auto p = run(m, c, uniform_strategy(m, g));
   REQUIRE(p.events.size() == 1);
-  // 10 touched rows x (40 B + 8 B index) = 480 B; ring all-gather of 2 x 480 B, then sum 480 B
+  // 10 touched rows x (40 B + 8 B index) = 480 B; the executor's three collectives (row counts,
+  // indices, rows: ceil(lg 2) + 2 x 1 start-ups of 1 ms), 480 B in, then sum 480 B
   CHECK(p.events[0].bytes == 480);
-  CHECK(p.iteration == Approx(0.001 + 480e-6 + 480 * 5e-7));
+  CHECK(p.iteration == Approx(0.003 + 480e-6 + 480 * 5e-7));
+}
+
+TEST_CASE("sparse tables: one sparse all-gather per table of a bucket, dense bytes where the executor moves them") {
+  // three embedding tables (300, 200 and 100 rows of 10 floats, 10 % touched) and one dense tensor
+  model_spec m;
+  m.name = "tables";
+  for (const std::int64_t rows : {300, 200, 100}) {
+    tensor t;
+    t.name = "emb" + std::to_string(rows);
+    t.shape = {rows, 10};
+    t.sparse = true;
+    t.sparse_density = 0.1;
+    m.tensors.push_back(t);
+  }
+  tensor d;
+  d.name = "dense";
+  d.shape = {1000};
+  m.tensors.push_back(d);
+  const std::int64_t touched[] = {30 * 48, 20 * 48, 10 * 48};  // rows x (40 B + 8 B index)
+  const std::int64_t dense[] = {12000, 8000, 4000};
+  strategy_desc s = uniform_strategy(m, all_reduce(0));
+  group_desc ag;
+  ag.architecture = architecture_kind::all_gather;
+  ag.fusion = fusion_value{1u << 20, 1u << 20};  // the three tables in one bucket
+  s.groups.push_back(ag);
+  for (int i = 0; i < 3; ++i) s.assignments[static_cast<std::size_t>(i)].group = 1;
+  // MPI, 4 nodes of 1 device: the bucket is one job of the tables' bytes, as long as three
+  // sparse all-gathers, one per table (the executor's: exec/collective.hpp)
+  auto mpi = autosync::testing::replicated("4x1", 4, autosync::testing::node(1, {100e9, 1e-6}, {10e9, 5e-6}, 1e14, 500e9));
+  const auto f = cost::make_fabric(mpi);
+  const auto pm = run(m, mpi, s);
+  int jobs = 0;
+  for (const auto& e : pm.events)
+    if (e.kind != cost::event_compression && e.bytes == touched[0] + touched[1] + touched[2]) {
+      ++jobs;
+      double sum = 0.0;
+      for (const auto w : touched) sum += cost::sparse_all_gather(f, static_cast<double>(w));
+      CHECK(e.end - e.start == Approx(sum).epsilon(1e-12));
+      CHECK(e.end - e.start > cost::sparse_all_gather(f, static_cast<double>(touched[0] + touched[1] + touched[2])));
+    }
+  CHECK(jobs == 1);
+  // On a parameter server the tables are pushed and pulled dense (exec/collective.hpp: ps_push_pull)
+  auto ps = ps_cluster(2, 1, 1);
+  strategy_desc sp = s;
+  sp.groups[1].architecture = architecture_kind::parameter_server;
+  sp.groups[1].fusion = fusion_value{};
+  sp.validate(m, ps);
+  const auto items = expand(m, ps, sp);
+  REQUIRE(items.size() == 4);
+  for (int i = 0; i < 3; ++i) CHECK(items[static_cast<std::size_t>(i)].wire_bytes == dense[i]);
+  // and on the NCCL backend, whose all_gather all-reduces the bucket: dense bytes, all_reduce's time
+  auto nccl = mpi;
+  nccl.backend = collective_backend::nccl;
+  const auto itn = expand(m, nccl, s);
+  for (int i = 0; i < 3; ++i) CHECK(itn[static_cast<std::size_t>(i)].wire_bytes == dense[i]);
+  const auto fn = cost::make_fabric(nccl);
+  const auto pn = run(m, nccl, s);
+  int njobs = 0;
+  for (const auto& e : pn.events)
+    if (e.kind != cost::event_compression && e.bytes == 24000) {
+      ++njobs;
+      CHECK(e.end - e.start == Approx(cost::all_reduce(fn, topology_value{}, 24000.0)).epsilon(1e-12));
+    }
+  CHECK(njobs == 1);
 }
 
 TEST_CASE("groups share lane 0; PS lanes run beside it") {

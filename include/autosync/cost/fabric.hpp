@@ -263,13 +263,16 @@ namespace detail {
   if (f.nodes <= 1) return all_gather(t.kind, f.p, n, f.intra);
   return all_gather(t.kind, f.p, n, f.flat(detail::flows_of(t.kind, f.g)));
 }
-// Sparse gradients (architecture all_gather): every rank gathers every other rank's `n`
-// bytes of touched rows — a ring all-gather of p x n bytes, (p-1) n bytes in per rank — and
-// sums the (p-1) n gathered bytes locally.
+// Sparse gradients (architecture all_gather on a host backend), one segment (a table) of `n`
+// bytes of touched rows and their indices: the executor's three collectives
+// (exec/collectives/sparse_all_gather.hpp), an all-gather of every rank's row count (16 bytes:
+// ceil(lg p) start-ups), then ring all-gathers of the indices and of the rows ((p-1) start-ups
+// each; (p-1) n bytes in per rank in all), and the local sum of the (p-1) n gathered bytes.
+// Affine in n: a bucket of k segments costs sparse_all_gather(f, sum) + (k-1) sparse_all_gather(f, 0).
 [[nodiscard]] constexpr double sparse_all_gather(const fabric& f, double n) noexcept {
   if (f.p <= 1) return 0.0;
   const link_cost l = f.nodes <= 1 ? f.intra : f.flat(1);
-  return ring_all_gather(f.p, f.p * n, l.alpha, l.beta) + (f.p - 1) * n * f.gamma;
+  return (ceil_log2(f.p) + (f.p - 1)) * l.alpha + ring_all_gather(f.p, f.p * n, l.alpha, l.beta) + (f.p - 1) * n * f.gamma;
 }
 
 // NCCL's tree all-reduce on an alpha-beta-gamma fabric (what an NCCL log's tree rows measure,

@@ -211,6 +211,12 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
         memo.nic = nic_occupancy(f, S_);
         break;
       case architecture_kind::all_gather:
+        if (f.nccl) {  // the device backend all-reduces a sparse bucket (its items' wire is dense there)
+          memo.t1 = all_reduce(f, g.topology, S_);
+          memo.lb = lower_bound(f, S_);
+          memo.nic = nic_occupancy(f, S_);
+          break;
+        }
         memo.t1 = sparse_all_gather(f, S_);
         memo.lb = sparse_all_gather_lower_bound(f, S_);
         memo.nic = sparse_all_gather_nic_occupancy(f, S_);
@@ -299,6 +305,12 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   } else {
     tl.lane0_lb += ob.mixed ? lane0_pieces(x, ws, g, gi, j, tl) : lane0_job(x, ws, g, gi, j, ob.wire, tl).lb;
     tl.lane0_nic += j.nic;
+    // On a host backend a sparse bucket runs one sparse all-gather per segment (item): the start-ups
+    // of those its pieces' prices do not hold (sparse_all_gather is affine in the bytes).
+    if (g.arch == architecture_kind::all_gather && !x.fab.nccl && ob.n > 1) {
+      const std::size_t priced = ob.mixed ? ws.pieces.size() : 1;
+      j.t1 += static_cast<double>(ob.n - priced) * sparse_all_gather(x.fab, 0.0);
+    }
   }
   ob.n = 0;  // what the next item's fusion_closes and fuse_items read; the rest is set when it joins
   ob.bytes = 0;

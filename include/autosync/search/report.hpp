@@ -81,14 +81,17 @@ struct bottleneck_report {
     const auto& g = s.groups[it.group];
     const auto n = static_cast<double>(it.wire_bytes);
     switch (g.architecture) {
+      case architecture_kind::all_gather:
+        if (!f.nccl) {  // the device backend all-reduces a sparse bucket, as all_reduce below
+          lane0_nic += cost::sparse_all_gather_nic_occupancy(f, n);
+          if (f.g > 1) links += cost::sparse_all_gather_lower_bound(f, n);
+          break;
+        }
+        [[fallthrough]];
       case architecture_kind::all_reduce:
       case architecture_kind::sharded:
         lane0_nic += cost::nic_occupancy(f, n);
         links += cost::link_occupancy(f, n);
-        break;
-      case architecture_kind::all_gather:
-        lane0_nic += cost::sparse_all_gather_nic_occupancy(f, n);
-        if (f.g > 1) links += cost::sparse_all_gather_lower_bound(f, n);
         break;
       case architecture_kind::parameter_server:
         if (it.server < 0 || f.nodes <= 1) break;

@@ -152,12 +152,19 @@ namespace detail {
 // What a group's codec does to its items' bytes, worked out once per group: `ext`, a registered
 // compressor or extension slots (extension_cost prices each item); else `per`, the built-in
 // compressor's wire bytes per element (0: none; wire_per_element_at applies it to a dtype).
+// `touched`: a sparse tensor sends its touched rows and their indices (wire_bytes_at), which the
+// executor does only for architecture all_gather on a host backend (one sparse_all_gather per
+// segment); a parameter server pushes and pulls a sparse tensor's dense bytes, and so does the
+// device backend's all_gather (one all-reduce of the bucket): expand_into clears it on an NCCL
+// cluster.
 struct group_codec {
   bool ext = false;
+  bool touched = false;
   double per = 0.0;
 };
 [[nodiscard]] constexpr group_codec codec_of(const group_desc& g) {
   group_codec c;
+  c.touched = g.architecture == architecture_kind::all_gather;
   // (not a const bool: its initializer would be manifestly constant-evaluated, and
   // is_constant_evaluated() true there)
   if (!std::is_constant_evaluated()) c.ext = is_extension_id(g.compression.id) || !g.ext.empty();
@@ -197,7 +204,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       wire = c.wire_bytes;
       codec_flops = c.flops;
     } else {
-      wire = sparse ? wire_bytes_at(t, elements, rows, per) : static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
+      wire = sparse && gc.touched ? wire_bytes_at(t, elements, rows, per) : static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
     }
     out.push_back(sync_item{ti, gi, ax, pb, pe, elements, elements * esize, wire, -1, ready, sparse, codec_flops});
   };
@@ -278,6 +285,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
   std::vector<std::uint8_t> plain(s.groups.size(), 0), by_bytes(s.groups.size(), 0);
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {
     codec[gi] = detail::codec_of(s.groups[gi]);
+    if (c.backend == collective_backend::nccl) codec[gi].touched = false;  // the device backend all-reduces a sparse bucket
     plain[gi] = s.groups[gi].partitioner.kind == partitioner_kind::none && !codec[gi].ext ? 1 : 0;
     by_bytes[gi] = s.groups[gi].partitioner.kind == partitioner_kind::by_bytes && !codec[gi].ext ? 1 : 0;
   }
@@ -295,7 +303,9 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         it.end = t.shape[0];
         it.elements = t.shape[0] * t.slice_elements(0);
         it.bytes = it.elements * esize;
-        it.wire_bytes = wire_bytes_at(t, it.elements, t.shape[0], wire_per_element_at(t.type, codec[gi].per));
+        const double per = wire_per_element_at(t.type, codec[gi].per);
+        it.wire_bytes = codec[gi].touched ? wire_bytes_at(t, it.elements, t.shape[0], per)
+                                          : static_cast<std::int64_t>(static_cast<double>(it.elements) * per + 0.5);
         it.ready = ready[ti];
         it.sparse = t.sparse;
         continue;
