@@ -305,8 +305,9 @@ AUTOSYNC_ALWAYS_INLINE constexpr void close_bucket(const context& x, workspace& 
   } else {
     tl.lane0_lb += ob.mixed ? lane0_pieces(x, ws, g, gi, j, tl) : lane0_job(x, ws, g, gi, j, ob.wire, tl).lb;
     tl.lane0_nic += j.nic;
-    // On a host backend a sparse bucket runs one sparse all-gather per segment (item): the start-ups
-    // of those its pieces' prices do not hold (sparse_all_gather is affine in the bytes).
+    // On a host backend a sparse bucket runs one sparse all-gather per segment (item). The price
+    // above holds one per piece; add the start-ups of the other segments (sparse_all_gather is
+    // affine in the bytes, so this is the sum over the segments).
     if (g.arch == architecture_kind::all_gather && !x.fab.nccl && ob.n > 1) {
       const std::size_t priced = ob.mixed ? ws.pieces.size() : 1;
       j.t1 += static_cast<double>(ob.n - priced) * sparse_all_gather(x.fab, 0.0);
