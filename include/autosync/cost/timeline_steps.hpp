@@ -211,16 +211,13 @@ constexpr void fill_collective(const fabric& f, const workspace::group_info& g, 
         memo.nic = nic_occupancy(f, S_);
         break;
       case architecture_kind::all_gather:
-        if (f.nccl) {  // the device backend all-reduces a sparse bucket (its items' wire is dense there)
-          memo.t1 = all_reduce(f, g.topology, S_);
-          memo.lb = lower_bound(f, S_);
-          memo.nic = nic_occupancy(f, S_);
+        if (!f.nccl) {
+          memo.t1 = sparse_all_gather(f, S_);
+          memo.lb = sparse_all_gather_lower_bound(f, S_);
+          memo.nic = sparse_all_gather_nic_occupancy(f, S_);
           break;
         }
-        memo.t1 = sparse_all_gather(f, S_);
-        memo.lb = sparse_all_gather_lower_bound(f, S_);
-        memo.nic = sparse_all_gather_nic_occupancy(f, S_);
-        break;
+        [[fallthrough]];  // the device backend all-reduces a sparse bucket (its items' wire is dense there)
       default:
         memo.t1 = all_reduce(f, g.topology, S_);
         memo.lb = lower_bound(f, S_);

@@ -69,6 +69,13 @@ struct sync_item {
   return static_cast<std::int64_t>(touched * (row_elems * per + 8.0) + 0.5);
 }
 
+// An item's wire bytes at `per` bytes per element: its touched rows and their indices when `t` is
+// sparse and the group sends touched rows (detail::group_codec::touched), else every element.
+[[nodiscard]] constexpr std::int64_t item_wire_bytes(const tensor& t, std::int64_t elements, std::int64_t rows, double per,
+                                                     bool touched) noexcept {
+  return touched ? wire_bytes_at(t, elements, rows, per) : static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
+}
+
 // Bytes one rank sends for `elements` elements of `t` under compressor `c`.
 [[nodiscard]] constexpr std::int64_t wire_bytes_of(const tensor& t, std::int64_t elements, std::int64_t rows,
                                                    compression_id c) noexcept {
@@ -204,7 +211,7 @@ constexpr void add_items(std::vector<sync_item>& out, const model_spec& m, std::
       wire = c.wire_bytes;
       codec_flops = c.flops;
     } else {
-      wire = sparse && gc.touched ? wire_bytes_at(t, elements, rows, per) : static_cast<std::int64_t>(static_cast<double>(elements) * per + 0.5);
+      wire = item_wire_bytes(t, elements, rows, per, sparse && gc.touched);
     }
     out.push_back(sync_item{ti, gi, ax, pb, pe, elements, elements * esize, wire, -1, ready, sparse, codec_flops});
   };
@@ -303,9 +310,7 @@ constexpr void expand_into(std::vector<sync_item>& items, const model_spec& m, c
         it.end = t.shape[0];
         it.elements = t.shape[0] * t.slice_elements(0);
         it.bytes = it.elements * esize;
-        const double per = wire_per_element_at(t.type, codec[gi].per);
-        it.wire_bytes = codec[gi].touched ? wire_bytes_at(t, it.elements, t.shape[0], per)
-                                          : static_cast<std::int64_t>(static_cast<double>(it.elements) * per + 0.5);
+        it.wire_bytes = item_wire_bytes(t, it.elements, t.shape[0], wire_per_element_at(t.type, codec[gi].per), codec[gi].touched);
         it.ready = ready[ti];
         it.sparse = t.sparse;
         continue;
